@@ -1,0 +1,163 @@
+//! Schedule directives as the user wrote them (Halide's vocabulary). The
+//! front end only checks names; lowering turns the list into a schedule
+//! tree and gives each directive its meaning, in order.
+
+use crate::Span;
+use crate::expr::Expr;
+
+/// How a split handles an extent that the factor does not divide.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum TailStrategy {
+    /// Pick per Halide's rules: shift inwards for pure stages of funcs that
+    /// are not outputs or inputs to scatter, guard with if for updates.
+    #[default]
+    Auto,
+    RoundUp,
+    GuardWithIf,
+    ShiftInwards,
+}
+
+/// Which definition of a func a directive applies to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum StageRef {
+    #[default]
+    Pure,
+    Update(usize),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum DirectiveKind {
+    Split {
+        old: String,
+        outer: String,
+        inner: String,
+        factor: Expr,
+        tail: TailStrategy,
+    },
+    Fuse {
+        inner: String,
+        outer: String,
+        fused: String,
+    },
+    /// Innermost first, as in Halide.
+    Reorder(Vec<String>),
+    Tile {
+        x: String,
+        y: String,
+        xo: String,
+        yo: String,
+        xi: String,
+        yi: String,
+        x_factor: Expr,
+        y_factor: Expr,
+        tail: TailStrategy,
+    },
+    Vectorize {
+        var: String,
+        factor: Option<Expr>,
+    },
+    Unroll {
+        var: String,
+        factor: Option<Expr>,
+    },
+    Parallel {
+        var: String,
+        task_size: Option<Expr>,
+    },
+    Serial {
+        var: String,
+    },
+    ComputeAt {
+        consumer: String,
+        var: String,
+    },
+    StoreAt {
+        consumer: String,
+        var: String,
+    },
+    ComputeRoot,
+    StoreRoot,
+    ComputeInline,
+    Bound {
+        var: String,
+        min: Expr,
+        extent: Expr,
+    },
+    AlignBounds {
+        var: String,
+        modulus: Expr,
+        remainder: Expr,
+    },
+    FoldStorage {
+        var: String,
+        extent: Expr,
+    },
+    /// Split reduction variables off into an intermediate func with new pure
+    /// variables, so the rest can be parallelised and merged.
+    Rfactor {
+        pairs: Vec<(String, String)>,
+    },
+    GpuBlocks(Vec<String>),
+    GpuThreads(Vec<String>),
+    GpuTile {
+        x: String,
+        y: String,
+        bx: String,
+        by: String,
+        tx: String,
+        ty: String,
+        x_size: Expr,
+        y_size: Expr,
+    },
+}
+
+impl DirectiveKind {
+    /// The directive's name as written, for error messages.
+    pub fn name(&self) -> &'static str {
+        match self {
+            DirectiveKind::Split { .. } => "split",
+            DirectiveKind::Fuse { .. } => "fuse",
+            DirectiveKind::Reorder(_) => "reorder",
+            DirectiveKind::Tile { .. } => "tile",
+            DirectiveKind::Vectorize { .. } => "vectorize",
+            DirectiveKind::Unroll { .. } => "unroll",
+            DirectiveKind::Parallel { .. } => "parallel",
+            DirectiveKind::Serial { .. } => "serial",
+            DirectiveKind::ComputeAt { .. } => "compute_at",
+            DirectiveKind::StoreAt { .. } => "store_at",
+            DirectiveKind::ComputeRoot => "compute_root",
+            DirectiveKind::StoreRoot => "store_root",
+            DirectiveKind::ComputeInline => "compute_inline",
+            DirectiveKind::Bound { .. } => "bound",
+            DirectiveKind::AlignBounds { .. } => "align_bounds",
+            DirectiveKind::FoldStorage { .. } => "fold_storage",
+            DirectiveKind::Rfactor { .. } => "rfactor",
+            DirectiveKind::GpuBlocks(_) => "gpu_blocks",
+            DirectiveKind::GpuThreads(_) => "gpu_threads",
+            DirectiveKind::GpuTile { .. } => "gpu_tile",
+        }
+    }
+}
+
+/// One directive applied to one stage, with the span of the directive
+/// itself (not the whole chain) so errors can point at it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Directive {
+    pub func: String,
+    pub stage: StageRef,
+    pub kind: DirectiveKind,
+    pub span: Span,
+}
+
+/// The directives in the order written.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Schedule {
+    pub directives: Vec<Directive>,
+}
+
+impl Schedule {
+    /// The directives that apply to `func` (any stage), in order.
+    pub fn for_func<'a>(&'a self, func: &'a str) -> impl Iterator<Item = &'a Directive> + 'a {
+        self.directives.iter().filter(move |d| d.func == func)
+    }
+}

@@ -1,0 +1,153 @@
+//! Lowered statements: the loop nests that lowering synthesises and that
+//! backends consume. Before flattening, stages write with `Provide` into
+//! multi-dimensional `Realize`d regions; flattening turns those into
+//! `Store`s into 1-D `Allocate`d buffers.
+
+use crate::expr::Expr;
+
+/// How a loop's iterations run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ForKind {
+    Serial,
+    /// Iterations may run concurrently on worker threads.
+    Parallel,
+    /// Constant extent; becomes vector code.
+    Vectorized,
+    /// Constant extent; becomes straight-line code.
+    Unrolled,
+    /// GPU workgroup dimension (0 = x, 1 = y, 2 = z).
+    GpuBlock(u8),
+    /// GPU invocation-within-workgroup dimension.
+    GpuThread(u8),
+}
+
+impl ForKind {
+    pub fn keyword(self) -> &'static str {
+        match self {
+            ForKind::Serial => "for",
+            ForKind::Parallel => "parallel",
+            ForKind::Vectorized => "vectorized",
+            ForKind::Unrolled => "unrolled",
+            ForKind::GpuBlock(_) => "gpu_block",
+            ForKind::GpuThread(_) => "gpu_thread",
+        }
+    }
+}
+
+/// A half-open interval given by its minimum and extent.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Range {
+    pub min: Expr,
+    pub extent: Expr,
+}
+
+/// What a failed run-time check means; backends turn it into an error code
+/// and the runtime into a message. `Stmt::Assert::args` carries the values
+/// the message needs, in the order documented on each variant.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum AssertKind {
+    /// An input does not cover what the pipeline reads. `stage` is the stage
+    /// that reads it. args: needed min, needed max (inclusive), given min,
+    /// given max (inclusive), for dimension `dim`.
+    InputTooSmall {
+        input: String,
+        stage: String,
+        dim: usize,
+    },
+    /// The requested output region is not covered by the output buffer.
+    /// args: as for `InputTooSmall`.
+    OutputTooSmall { output: String, dim: usize },
+    /// A buffer would exceed the memory the target can address.
+    /// args: requested bytes (as i32-saturated or split hi/lo by backend).
+    AllocationTooLarge { buffer: String },
+    /// A parameter is outside its declared range. args: the value.
+    ParamOutOfRange { param: String },
+    /// Any other check; the string explains it.
+    Other(String),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Stmt {
+    LetStmt {
+        name: String,
+        value: Expr,
+        body: Box<Stmt>,
+    },
+    Assert {
+        cond: Expr,
+        kind: AssertKind,
+        args: Vec<Expr>,
+    },
+    /// Marks the region that computes (`producing`) or uses a func.
+    ProducerConsumer {
+        func: String,
+        producing: bool,
+        body: Box<Stmt>,
+    },
+    For {
+        var: String,
+        min: Expr,
+        extent: Expr,
+        kind: ForKind,
+        body: Box<Stmt>,
+    },
+    /// Multi-dimensional store of one value of `func` (before flattening).
+    Provide {
+        func: String,
+        args: Vec<Expr>,
+        value: Expr,
+    },
+    /// Multi-dimensional storage for `func` over `bounds` (before flattening).
+    Realize {
+        func: String,
+        ty: crate::Type,
+        bounds: Vec<Range>,
+        body: Box<Stmt>,
+    },
+    /// Flat store into a buffer (element units).
+    Store {
+        buffer: String,
+        index: Expr,
+        value: Expr,
+    },
+    /// Flat storage of `size` elements.
+    Allocate {
+        buffer: String,
+        ty: crate::Type,
+        size: Expr,
+        body: Box<Stmt>,
+    },
+    Block(Vec<Stmt>),
+    IfThenElse {
+        cond: Expr,
+        then: Box<Stmt>,
+        otherwise: Option<Box<Stmt>>,
+    },
+    Evaluate(Expr),
+}
+
+impl Stmt {
+    /// A block that flattens nested blocks and drops empty ones.
+    pub fn block(stmts: Vec<Stmt>) -> Stmt {
+        let mut out = Vec::with_capacity(stmts.len());
+        for s in stmts {
+            match s {
+                Stmt::Block(inner) => out.extend(inner),
+                other => out.push(other),
+            }
+        }
+        if out.len() == 1 {
+            out.pop().unwrap()
+        } else {
+            Stmt::Block(out)
+        }
+    }
+
+    pub fn no_op() -> Stmt {
+        Stmt::Block(Vec::new())
+    }
+
+    pub fn is_no_op(&self) -> bool {
+        matches!(self, Stmt::Block(v) if v.is_empty())
+    }
+}

@@ -1,0 +1,373 @@
+//! Visitors and mutators whose default methods recurse, so a pass
+//! overrides only the node kinds it cares about (as in naga and Halide's
+//! `IRVisitor`/`IRMutator`).
+
+use crate::expr::{Expr, ExprKind};
+use crate::stmt::{Range, Stmt};
+
+/// Read-only traversal. Override `visit_expr`/`visit_stmt` and call
+/// `walk_expr`/`walk_stmt` to keep recursing.
+pub trait Visitor {
+    fn visit_expr(&mut self, e: &Expr) {
+        walk_expr(self, e);
+    }
+    fn visit_stmt(&mut self, s: &Stmt) {
+        walk_stmt(self, s);
+    }
+}
+
+pub fn walk_expr<V: Visitor + ?Sized>(v: &mut V, e: &Expr) {
+    match e.kind() {
+        ExprKind::IntImm(_) | ExprKind::FloatImm(_) | ExprKind::Var(_) => {}
+        ExprKind::Cast { value, .. } | ExprKind::Unary { value, .. } => v.visit_expr(value),
+        ExprKind::Binary { a, b, .. } => {
+            v.visit_expr(a);
+            v.visit_expr(b);
+        }
+        ExprKind::Select {
+            cond,
+            then,
+            otherwise,
+        } => {
+            v.visit_expr(cond);
+            v.visit_expr(then);
+            v.visit_expr(otherwise);
+        }
+        ExprKind::Call { args, .. } => args.iter().for_each(|a| v.visit_expr(a)),
+        ExprKind::Let { value, body, .. } => {
+            v.visit_expr(value);
+            v.visit_expr(body);
+        }
+        ExprKind::Load { index, .. } => v.visit_expr(index),
+        ExprKind::Ramp { base, stride, .. } => {
+            v.visit_expr(base);
+            v.visit_expr(stride);
+        }
+        ExprKind::Broadcast { value, .. } => v.visit_expr(value),
+        ExprKind::Shuffle { vectors, .. } => vectors.iter().for_each(|a| v.visit_expr(a)),
+    }
+}
+
+pub fn walk_stmt<V: Visitor + ?Sized>(v: &mut V, s: &Stmt) {
+    match s {
+        Stmt::LetStmt { value, body, .. } => {
+            v.visit_expr(value);
+            v.visit_stmt(body);
+        }
+        Stmt::Assert { cond, args, .. } => {
+            v.visit_expr(cond);
+            args.iter().for_each(|a| v.visit_expr(a));
+        }
+        Stmt::ProducerConsumer { body, .. } => v.visit_stmt(body),
+        Stmt::For {
+            min, extent, body, ..
+        } => {
+            v.visit_expr(min);
+            v.visit_expr(extent);
+            v.visit_stmt(body);
+        }
+        Stmt::Provide { args, value, .. } => {
+            args.iter().for_each(|a| v.visit_expr(a));
+            v.visit_expr(value);
+        }
+        Stmt::Realize { bounds, body, .. } => {
+            for r in bounds {
+                v.visit_expr(&r.min);
+                v.visit_expr(&r.extent);
+            }
+            v.visit_stmt(body);
+        }
+        Stmt::Store { index, value, .. } => {
+            v.visit_expr(index);
+            v.visit_expr(value);
+        }
+        Stmt::Allocate { size, body, .. } => {
+            v.visit_expr(size);
+            v.visit_stmt(body);
+        }
+        Stmt::Block(stmts) => stmts.iter().for_each(|s| v.visit_stmt(s)),
+        Stmt::IfThenElse {
+            cond,
+            then,
+            otherwise,
+        } => {
+            v.visit_expr(cond);
+            v.visit_stmt(then);
+            if let Some(o) = otherwise {
+                v.visit_stmt(o);
+            }
+        }
+        Stmt::Evaluate(e) => v.visit_expr(e),
+    }
+}
+
+/// Rebuilding traversal. The defaults rebuild a node only when a child
+/// changed (checked with `Expr::same_as`), so untouched subtrees stay shared.
+pub trait Mutator {
+    fn mutate_expr(&mut self, e: &Expr) -> Expr {
+        mutate_expr_children(self, e)
+    }
+    fn mutate_stmt(&mut self, s: &Stmt) -> Stmt {
+        mutate_stmt_children(self, s)
+    }
+}
+
+fn all_same(a: &[Expr], b: &[Expr]) -> bool {
+    a.iter().zip(b).all(|(x, y)| x.same_as(y))
+}
+
+pub fn mutate_expr_children<M: Mutator + ?Sized>(m: &mut M, e: &Expr) -> Expr {
+    let ty = e.ty();
+    match e.kind() {
+        ExprKind::IntImm(_) | ExprKind::FloatImm(_) | ExprKind::Var(_) => e.clone(),
+        ExprKind::Cast { value, saturating } => {
+            let v = m.mutate_expr(value);
+            if v.same_as(value) {
+                return e.clone();
+            }
+            Expr::new(
+                ty.with_lanes(v.ty().lanes),
+                ExprKind::Cast {
+                    value: v,
+                    saturating: *saturating,
+                },
+            )
+        }
+        ExprKind::Unary { op, value } => {
+            let v = m.mutate_expr(value);
+            if v.same_as(value) {
+                return e.clone();
+            }
+            Expr::unary(*op, v)
+        }
+        ExprKind::Binary { op, a, b } => {
+            let (na, nb) = (m.mutate_expr(a), m.mutate_expr(b));
+            if na.same_as(a) && nb.same_as(b) {
+                return e.clone();
+            }
+            Expr::binary(*op, na, nb)
+        }
+        ExprKind::Select {
+            cond,
+            then,
+            otherwise,
+        } => {
+            let (c, t, o) = (
+                m.mutate_expr(cond),
+                m.mutate_expr(then),
+                m.mutate_expr(otherwise),
+            );
+            if c.same_as(cond) && t.same_as(then) && o.same_as(otherwise) {
+                return e.clone();
+            }
+            Expr::select(c, t, o)
+        }
+        ExprKind::Call { target, args } => {
+            let new: Vec<Expr> = args.iter().map(|a| m.mutate_expr(a)).collect();
+            if all_same(&new, args) {
+                return e.clone();
+            }
+            let lanes = new.iter().map(|a| a.ty().lanes).max().unwrap_or(1);
+            Expr::call(ty.with_lanes(lanes.max(ty.lanes)), target.clone(), new)
+        }
+        ExprKind::Let { name, value, body } => {
+            let (v, b) = (m.mutate_expr(value), m.mutate_expr(body));
+            if v.same_as(value) && b.same_as(body) {
+                return e.clone();
+            }
+            Expr::let_in(name.clone(), v, b)
+        }
+        ExprKind::Load { buffer, index } => {
+            let i = m.mutate_expr(index);
+            if i.same_as(index) {
+                return e.clone();
+            }
+            Expr::load(ty.element(), buffer.clone(), i)
+        }
+        ExprKind::Ramp {
+            base,
+            stride,
+            lanes,
+        } => {
+            let (b, s) = (m.mutate_expr(base), m.mutate_expr(stride));
+            if b.same_as(base) && s.same_as(stride) {
+                return e.clone();
+            }
+            Expr::ramp(b, s, *lanes)
+        }
+        ExprKind::Broadcast { value, lanes } => {
+            let v = m.mutate_expr(value);
+            if v.same_as(value) {
+                return e.clone();
+            }
+            Expr::broadcast(v, *lanes)
+        }
+        ExprKind::Shuffle { vectors, indices } => {
+            let new: Vec<Expr> = vectors.iter().map(|a| m.mutate_expr(a)).collect();
+            if all_same(&new, vectors) {
+                return e.clone();
+            }
+            Expr::shuffle(new, indices.clone())
+        }
+    }
+}
+
+pub fn mutate_stmt_children<M: Mutator + ?Sized>(m: &mut M, s: &Stmt) -> Stmt {
+    match s {
+        Stmt::LetStmt { name, value, body } => Stmt::LetStmt {
+            name: name.clone(),
+            value: m.mutate_expr(value),
+            body: Box::new(m.mutate_stmt(body)),
+        },
+        Stmt::Assert { cond, kind, args } => Stmt::Assert {
+            cond: m.mutate_expr(cond),
+            kind: kind.clone(),
+            args: args.iter().map(|a| m.mutate_expr(a)).collect(),
+        },
+        Stmt::ProducerConsumer {
+            func,
+            producing,
+            body,
+        } => Stmt::ProducerConsumer {
+            func: func.clone(),
+            producing: *producing,
+            body: Box::new(m.mutate_stmt(body)),
+        },
+        Stmt::For {
+            var,
+            min,
+            extent,
+            kind,
+            body,
+        } => Stmt::For {
+            var: var.clone(),
+            min: m.mutate_expr(min),
+            extent: m.mutate_expr(extent),
+            kind: *kind,
+            body: Box::new(m.mutate_stmt(body)),
+        },
+        Stmt::Provide { func, args, value } => Stmt::Provide {
+            func: func.clone(),
+            args: args.iter().map(|a| m.mutate_expr(a)).collect(),
+            value: m.mutate_expr(value),
+        },
+        Stmt::Realize {
+            func,
+            ty,
+            bounds,
+            body,
+        } => Stmt::Realize {
+            func: func.clone(),
+            ty: *ty,
+            bounds: bounds
+                .iter()
+                .map(|r| Range {
+                    min: m.mutate_expr(&r.min),
+                    extent: m.mutate_expr(&r.extent),
+                })
+                .collect(),
+            body: Box::new(m.mutate_stmt(body)),
+        },
+        Stmt::Store {
+            buffer,
+            index,
+            value,
+        } => Stmt::Store {
+            buffer: buffer.clone(),
+            index: m.mutate_expr(index),
+            value: m.mutate_expr(value),
+        },
+        Stmt::Allocate {
+            buffer,
+            ty,
+            size,
+            body,
+        } => Stmt::Allocate {
+            buffer: buffer.clone(),
+            ty: *ty,
+            size: m.mutate_expr(size),
+            body: Box::new(m.mutate_stmt(body)),
+        },
+        Stmt::Block(stmts) => Stmt::block(stmts.iter().map(|s| m.mutate_stmt(s)).collect()),
+        Stmt::IfThenElse {
+            cond,
+            then,
+            otherwise,
+        } => Stmt::IfThenElse {
+            cond: m.mutate_expr(cond),
+            then: Box::new(m.mutate_stmt(then)),
+            otherwise: otherwise.as_ref().map(|o| Box::new(m.mutate_stmt(o))),
+        },
+        Stmt::Evaluate(e) => Stmt::Evaluate(m.mutate_expr(e)),
+    }
+}
+
+/// Replace free occurrences of variables by expressions (respecting
+/// shadowing by `Let`/`LetStmt`/`For`).
+pub fn substitute(e: &Expr, name: &str, replacement: &Expr) -> Expr {
+    struct Subst<'a> {
+        name: &'a str,
+        replacement: &'a Expr,
+    }
+    impl Mutator for Subst<'_> {
+        fn mutate_expr(&mut self, e: &Expr) -> Expr {
+            match e.kind() {
+                ExprKind::Var(n) if n == self.name => self.replacement.clone(),
+                ExprKind::Let { name, value, body } if name == self.name => {
+                    let v = self.mutate_expr(value);
+                    Expr::let_in(name.clone(), v, body.clone())
+                }
+                _ => mutate_expr_children(self, e),
+            }
+        }
+        fn mutate_stmt(&mut self, s: &Stmt) -> Stmt {
+            match s {
+                Stmt::LetStmt { name, value, body } if name == self.name => Stmt::LetStmt {
+                    name: name.clone(),
+                    value: self.mutate_expr(value),
+                    body: body.clone(),
+                },
+                Stmt::For {
+                    var,
+                    min,
+                    extent,
+                    kind,
+                    body,
+                } if var == self.name => Stmt::For {
+                    var: var.clone(),
+                    min: self.mutate_expr(min),
+                    extent: self.mutate_expr(extent),
+                    kind: *kind,
+                    body: body.clone(),
+                },
+                _ => mutate_stmt_children(self, s),
+            }
+        }
+    }
+    Subst { name, replacement }.mutate_expr(e)
+}
+
+/// Whether `e` mentions the variable `name` (free or not).
+pub fn expr_uses_var(e: &Expr, name: &str) -> bool {
+    struct Finder<'a> {
+        name: &'a str,
+        found: bool,
+    }
+    impl Visitor for Finder<'_> {
+        fn visit_expr(&mut self, e: &Expr) {
+            if self.found {
+                return;
+            }
+            if let ExprKind::Var(n) = e.kind() {
+                if n == self.name {
+                    self.found = true;
+                    return;
+                }
+            }
+            walk_expr(self, e);
+        }
+    }
+    let mut f = Finder { name, found: false };
+    f.visit_expr(e);
+    f.found
+}
