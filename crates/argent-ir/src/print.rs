@@ -261,10 +261,102 @@ impl Display for Pipeline {
                     StageRef::Pure => String::new(),
                     StageRef::Update(i) => format!(".update({i})"),
                 };
-                writeln!(f, "  {}{stage}.{:?}", d.func, d.kind)?;
+                writeln!(f, "  {}{stage}.{}", d.func, d.kind)?;
             }
             writeln!(f, "}}")?;
         }
         Ok(())
+    }
+}
+
+fn tail_name(t: crate::TailStrategy) -> &'static str {
+    match t {
+        crate::TailStrategy::Auto => "",
+        crate::TailStrategy::RoundUp => ", round_up",
+        crate::TailStrategy::GuardWithIf => ", guard_with_if",
+        crate::TailStrategy::ShiftInwards => ", shift_inwards",
+    }
+}
+
+impl Display for crate::DirectiveKind {
+    /// The directive in the schedule language's own syntax, e.g.
+    /// `split(x, xo, xi, 16)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use crate::DirectiveKind as D;
+        let name = self.name();
+        let opt = |e: &Option<Expr>| e.as_ref().map(|e| format!(", {e}")).unwrap_or_default();
+        match self {
+            D::Split {
+                old,
+                outer,
+                inner,
+                factor,
+                tail,
+            } => {
+                write!(
+                    f,
+                    "{name}({old}, {outer}, {inner}, {factor}{})",
+                    tail_name(*tail)
+                )
+            }
+            D::Fuse {
+                inner,
+                outer,
+                fused,
+            } => write!(f, "{name}({inner}, {outer}, {fused})"),
+            D::Reorder(vars) | D::GpuBlocks(vars) | D::GpuThreads(vars) => {
+                write!(f, "{name}({})", vars.join(", "))
+            }
+            D::Tile {
+                x,
+                y,
+                xo,
+                yo,
+                xi,
+                yi,
+                x_factor,
+                y_factor,
+                tail,
+            } => write!(
+                f,
+                "{name}({x}, {y}, {xo}, {yo}, {xi}, {yi}, {x_factor}, {y_factor}{})",
+                tail_name(*tail)
+            ),
+            D::Vectorize { var, factor } | D::Unroll { var, factor } => {
+                write!(f, "{name}({var}{})", opt(factor))
+            }
+            D::Parallel { var, task_size } => write!(f, "{name}({var}{})", opt(task_size)),
+            D::Serial { var } => write!(f, "{name}({var})"),
+            D::ComputeAt { consumer, var } | D::StoreAt { consumer, var } => {
+                write!(f, "{name}({consumer}, {var})")
+            }
+            D::ComputeRoot | D::StoreRoot | D::ComputeInline => write!(f, "{name}()"),
+            D::Bound { var, min, extent } => write!(f, "{name}({var}, {min}, {extent})"),
+            D::AlignBounds {
+                var,
+                modulus,
+                remainder,
+            } => write!(f, "{name}({var}, {modulus}, {remainder})"),
+            D::FoldStorage { var, extent } => write!(f, "{name}({var}, {extent})"),
+            D::Rfactor { pairs } => {
+                let p: Vec<String> = pairs.iter().map(|(r, v)| format!("{r}, {v}")).collect();
+                write!(f, "{name}({})", p.join(", "))
+            }
+            D::GpuTile {
+                x,
+                y,
+                bx,
+                by,
+                tx,
+                ty,
+                x_size,
+                y_size,
+            } => {
+                write!(
+                    f,
+                    "{name}({x}, {y}, {bx}, {by}, {tx}, {ty}, {x_size}, {y_size})"
+                )
+            }
+        }
     }
 }
