@@ -1,0 +1,1767 @@
+//! Module assembly and scalar code generation.
+//!
+//! Every function body is first collected as a list of instructions so
+//! that the SIMD emitter can roll back a statement it cannot vectorise and
+//! fall back to lane-by-lane code.
+
+use crate::scalarize::{lane_of, scalarize_stmt};
+use crate::{
+    Abi, AssertInfo, BufferAbi, CodegenError, CodegenOptions, CompiledModule, ParamAbi, TaskInfo,
+};
+use argent_ir::visit::{Visitor, walk_expr, walk_stmt};
+use argent_ir::{
+    AssertKind, BinOp, CallTarget, Expr, ExprKind, ForKind, Intrinsic, Module, Stmt, Type,
+    TypeKind, UnaryOp,
+};
+use std::collections::BTreeSet;
+use wasm_encoder::{
+    BlockType, CodeSection, EntityType, ExportKind, ExportSection, Function, FunctionSection,
+    ImportSection, Instruction as I, MemArg, MemArgTarget, MemoryType, TypeSection, ValType,
+};
+
+/// Type indices in the type section.
+const TYPE_RUN: u32 = 0;
+const TYPE_TASK: u32 = 1;
+const TYPE_PARALLEL_FOR: u32 = 2;
+
+/// Bytes of padding after every heap block, so that SIMD loads that read a
+/// little past the last element stay inside memory.
+const HEAP_PADDING: i64 = 64;
+
+/// State shared by all functions of one module.
+pub(crate) struct Ctx {
+    pub options: CodegenOptions,
+    pub asserts: Vec<AssertInfo>,
+    pub tasks: Vec<(TaskInfo, Function)>,
+    pub error_args_offset: u32,
+    /// Function index of the `parallel_for` import.
+    pub parallel_for: u32,
+}
+
+/// What a variable name is bound to.
+#[derive(Clone, Debug)]
+pub(crate) enum Binding {
+    Scalar {
+        local: u32,
+        ty: Type,
+    },
+    Vector(VecVal),
+    /// A vector kept as one scalar local per lane (`ty` is the lane type).
+    Lanes {
+        locals: Vec<u32>,
+    },
+}
+
+/// A vector held in v128 locals: `lanes` lanes of `lane_bits` bits each,
+/// packed into as many registers as needed (the last one may be partly
+/// used). Bool vectors are lane masks (all ones or all zeros).
+#[derive(Clone, Debug)]
+pub(crate) struct VecVal {
+    pub parts: Vec<u32>,
+    pub lane_bits: u8,
+    pub lanes: u16,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct BufBinding {
+    pub name: String,
+    pub base: u32,
+    pub ty: Type,
+}
+
+/// Builds one function.
+pub(crate) struct FnBuilder<'c> {
+    pub ctx: &'c mut Ctx,
+    pub n_params: u32,
+    pub locals: Vec<ValType>,
+    pub code: Vec<I<'static>>,
+    pub scopes: Vec<(String, Binding)>,
+    pub buffers: Vec<BufBinding>,
+    pub args_ptr: u32,
+    pub in_task: bool,
+    /// Locals free for reuse.
+    free: Vec<(ValType, u32)>,
+    /// Locals handed out since the current statement started, when it is
+    /// one whose temporaries all die at its end (a store).
+    temporaries: Option<Vec<(ValType, u32)>>,
+}
+
+pub(crate) fn mem(offset: u64, align: u32) -> MemArg {
+    MemArg {
+        offset,
+        align,
+        target: MemArgTarget::Memory(0),
+        ordering: None,
+    }
+}
+
+/// The value type holding a scalar of type `ty`.
+pub(crate) fn val_type(ty: Type) -> Result<ValType, CodegenError> {
+    match (ty.kind, ty.bits) {
+        (TypeKind::Float, 32) => Ok(ValType::F32),
+        (TypeKind::Float, _) => Err(CodegenError::UnsupportedType(ty.to_string())),
+        (_, bits) if bits <= 32 => Ok(ValType::I32),
+        // The u64 intermediates of `lerp` on 32-bit values.
+        (TypeKind::UInt, 64) => Ok(ValType::I64),
+        _ => Err(CodegenError::UnsupportedType(ty.to_string())),
+    }
+}
+
+/// Checks that values of `ty` can live in memory (at most 32 bits).
+fn memory_type(ty: Type) -> Result<ValType, CodegenError> {
+    if ty.bits > 32 {
+        return Err(CodegenError::UnsupportedType(format!("{ty} in memory")));
+    }
+    val_type(ty)
+}
+
+fn log2_bytes(ty: Type) -> u32 {
+    match ty.bytes() {
+        1 => 0,
+        2 => 1,
+        _ => 2,
+    }
+}
+
+/// Whether `e` reads memory (such operands of `select` must not be
+/// evaluated speculatively).
+fn has_load(e: &Expr) -> bool {
+    struct Finder(bool);
+    impl Visitor for Finder {
+        fn visit_expr(&mut self, e: &Expr) {
+            if matches!(e.kind(), ExprKind::Load { .. }) {
+                self.0 = true;
+            } else {
+                walk_expr(self, e);
+            }
+        }
+    }
+    let mut f = Finder(false);
+    f.visit_expr(e);
+    f.0
+}
+
+/// Splits `index` into a dynamic part and a non-negative constant element
+/// offset that can go into the memarg.
+pub(crate) fn split_constant_offset(index: &Expr) -> (Expr, i64) {
+    if let ExprKind::Binary {
+        op: BinOp::Add,
+        a,
+        b,
+    } = index.kind()
+        && let Some(c) = b.as_int()
+        && c >= 0
+    {
+        let (inner, c2) = split_constant_offset(a);
+        return (inner, c + c2);
+    }
+    (index.clone(), 0)
+}
+
+impl<'c> FnBuilder<'c> {
+    pub fn new(ctx: &'c mut Ctx, n_params: u32, in_task: bool) -> Self {
+        FnBuilder {
+            ctx,
+            n_params,
+            locals: Vec::new(),
+            code: Vec::new(),
+            scopes: Vec::new(),
+            buffers: Vec::new(),
+            args_ptr: 0,
+            in_task,
+            free: Vec::new(),
+            temporaries: None,
+        }
+    }
+
+    /// A local of type `t`: a recycled temporary when one is free, so
+    /// large bodies stay within engine limits on locals.
+    pub fn local(&mut self, t: ValType) -> u32 {
+        let index = match self.free.iter().position(|(ft, _)| *ft == t) {
+            Some(k) => self.free.swap_remove(k).1,
+            None => {
+                self.locals.push(t);
+                self.n_params + self.locals.len() as u32 - 1
+            }
+        };
+        if let Some(temps) = &mut self.temporaries {
+            temps.push((t, index));
+        }
+        index
+    }
+
+    /// Runs `f` and then frees every local it took: for statements whose
+    /// temporaries do not outlive them.
+    fn with_temporaries<T>(&mut self, f: impl FnOnce(&mut Self) -> T) -> T {
+        let outer = self.temporaries.replace(Vec::new());
+        let r = f(self);
+        let temps = std::mem::replace(&mut self.temporaries, outer).unwrap_or_default();
+        if let Some(outer) = &mut self.temporaries {
+            outer.extend(temps.iter().copied());
+        } else {
+            self.free.extend(temps);
+        }
+        r
+    }
+
+    pub fn emit(&mut self, i: I<'static>) {
+        self.code.push(i);
+    }
+
+    pub fn finish(self) -> Function {
+        let mut f = Function::new_with_locals_types(self.locals.iter().copied());
+        for i in &self.code {
+            f.instruction(i);
+        }
+        f.instruction(&I::End);
+        f
+    }
+
+    pub fn lookup(&self, name: &str) -> Option<&Binding> {
+        self.scopes
+            .iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .map(|(_, b)| b)
+    }
+
+    pub fn buffer(&self, name: &str) -> Result<BufBinding, CodegenError> {
+        self.buffers
+            .iter()
+            .rev()
+            .find(|b| b.name == name)
+            .cloned()
+            .ok_or_else(|| CodegenError::Unbound(name.to_string()))
+    }
+
+    /// Re-normalises an `i32` holding a value of integer type `ty` after an
+    /// operation that may have left bits outside the type's width.
+    pub fn wrap(&mut self, ty: Type) {
+        match (ty.kind, ty.bits) {
+            (TypeKind::UInt, 8) => {
+                self.emit(I::I32Const(0xff));
+                self.emit(I::I32And);
+            }
+            (TypeKind::UInt, 16) => {
+                self.emit(I::I32Const(0xffff));
+                self.emit(I::I32And);
+            }
+            (TypeKind::Int, 8) => self.emit(I::I32Extend8S),
+            (TypeKind::Int, 16) => self.emit(I::I32Extend16S),
+            (TypeKind::Bool, _) => {
+                self.emit(I::I32Const(0));
+                self.emit(I::I32Ne);
+            }
+            _ => {}
+        }
+    }
+
+    /// Stores the value on top of the stack in a fresh local.
+    pub fn set_new_local(&mut self, t: ValType) -> u32 {
+        let l = self.local(t);
+        self.emit(I::LocalSet(l));
+        l
+    }
+
+    /// Returns `status` from the function.
+    pub fn fail(&mut self, status: i32) {
+        self.emit(I::I32Const(status));
+        self.emit(I::Return);
+    }
+
+    // ---- scalar expressions ---------------------------------------------
+
+    /// Pushes the value of scalar expression `e`.
+    pub fn expr(&mut self, e: &Expr) -> Result<(), CodegenError> {
+        let ty = e.ty();
+        if ty.is_vector() {
+            return Err(CodegenError::NotLowered(format!(
+                "vector expression {e} in scalar context"
+            )));
+        }
+        match e.kind() {
+            ExprKind::IntImm(v) => {
+                let v = ty.wrap(*v);
+                if ty.bits == 64 {
+                    self.emit(I::I64Const(v));
+                } else if ty.is_float() {
+                    self.emit(I::F32Const((v as f32).into()));
+                } else {
+                    self.emit(I::I32Const(v as u32 as i32));
+                }
+            }
+            ExprKind::FloatImm(v) => {
+                if ty.is_float() {
+                    self.emit(I::F32Const((*v as f32).into()));
+                } else {
+                    self.emit(I::I32Const(ty.wrap(*v as i64) as u32 as i32));
+                }
+            }
+            ExprKind::Var(name) => self.var(name, ty)?,
+            ExprKind::Cast { value, saturating } => {
+                self.expr(value)?;
+                self.cast(value.ty(), ty, *saturating);
+            }
+            ExprKind::Unary { op, value } => {
+                self.expr(value)?;
+                if ty.bits == 64 {
+                    let v = self.set_new_local(ValType::I64);
+                    match op {
+                        UnaryOp::Neg => {
+                            self.emit(I::I64Const(0));
+                            self.emit(I::LocalGet(v));
+                            self.emit(I::I64Sub);
+                        }
+                        UnaryOp::BitNot => {
+                            self.emit(I::LocalGet(v));
+                            self.emit(I::I64Const(-1));
+                            self.emit(I::I64Xor);
+                        }
+                        UnaryOp::Not => {
+                            self.emit(I::LocalGet(v));
+                            self.emit(I::I64Eqz);
+                        }
+                    }
+                    return Ok(());
+                }
+                match (op, ty.is_float()) {
+                    (UnaryOp::Neg, true) => self.emit(I::F32Neg),
+                    (UnaryOp::Neg, false) => {
+                        let l = self.set_new_local(ValType::I32);
+                        self.emit(I::I32Const(0));
+                        self.emit(I::LocalGet(l));
+                        self.emit(I::I32Sub);
+                        self.wrap(ty);
+                    }
+                    (UnaryOp::Not, _) => self.emit(I::I32Eqz),
+                    (UnaryOp::BitNot, _) => {
+                        self.emit(I::I32Const(-1));
+                        self.emit(I::I32Xor);
+                        self.wrap(ty);
+                    }
+                }
+            }
+            ExprKind::Binary { op, a, b } => self.binary(*op, a, b)?,
+            ExprKind::Select {
+                cond,
+                then,
+                otherwise,
+            } => {
+                if has_load(then) || has_load(otherwise) {
+                    self.expr(cond)?;
+                    self.emit(I::If(BlockType::Result(val_type(ty)?)));
+                    self.expr(then)?;
+                    self.emit(I::Else);
+                    self.expr(otherwise)?;
+                    self.emit(I::End);
+                } else {
+                    self.expr(then)?;
+                    self.expr(otherwise)?;
+                    self.expr(cond)?;
+                    self.emit(I::Select);
+                }
+            }
+            ExprKind::Call { target, args } => self.call(target, args, ty)?,
+            ExprKind::Let { name, value, body } => {
+                let binding = self.bind_value(value)?;
+                self.scopes.push((name.clone(), binding));
+                let r = self.expr(body);
+                self.scopes.pop();
+                r?;
+            }
+            ExprKind::Load { buffer, index } => {
+                let buf = self.buffer(buffer)?;
+                let offset = self.address(&buf, index)?;
+                self.load_scalar(buf.ty, offset);
+            }
+            ExprKind::Ramp { .. } | ExprKind::Broadcast { .. } => {
+                return Err(CodegenError::NotLowered(format!("scalar {e}")));
+            }
+            ExprKind::Shuffle { .. } => self.expr(&lane_of(e, 0))?,
+        }
+        Ok(())
+    }
+
+    /// Evaluates a let value (scalar or vector) into a binding.
+    fn bind_value(&mut self, value: &Expr) -> Result<Binding, CodegenError> {
+        if value.ty().is_vector() {
+            let mark = self.code.len();
+            match self.vexpr_any(value) {
+                Ok(v) => return Ok(Binding::Vector(v)),
+                Err(crate::simd::VErr::Fatal(e)) => return Err(e),
+                Err(crate::simd::VErr::Unsupported) => self.code.truncate(mark),
+            }
+            // Lane by lane: a vector of scalar locals.
+            let lanes = value.ty().lanes;
+            let mut locals = Vec::new();
+            for lane in 0..lanes {
+                let l = lane_of(value, lane);
+                self.expr(&l)?;
+                let t = val_type(l.ty())?;
+                locals.push(self.set_new_local(t));
+            }
+            return Ok(Binding::Lanes { locals });
+        }
+        self.expr(value)?;
+        let local = self.set_new_local(val_type(value.ty())?);
+        Ok(Binding::Scalar {
+            local,
+            ty: value.ty(),
+        })
+    }
+
+    fn var(&mut self, name: &str, ty: Type) -> Result<(), CodegenError> {
+        match self.lookup(name).cloned() {
+            Some(Binding::Scalar { local, .. }) => {
+                self.emit(I::LocalGet(local));
+                Ok(())
+            }
+            Some(Binding::Vector(_) | Binding::Lanes { .. }) => Err(CodegenError::NotLowered(
+                format!("vector variable {name} used as a scalar"),
+            )),
+            None => {
+                // `v#i`: lane i of vector binding `v`.
+                if let Some((base, lane)) = name.rsplit_once('#')
+                    && let Ok(lane) = lane.parse::<u16>()
+                {
+                    match self.lookup(base).cloned() {
+                        Some(Binding::Vector(v)) => {
+                            self.extract_lane(&v, lane, ty);
+                            return Ok(());
+                        }
+                        Some(Binding::Lanes { locals, .. }) if (lane as usize) < locals.len() => {
+                            self.emit(I::LocalGet(locals[lane as usize]));
+                            return Ok(());
+                        }
+                        _ => {}
+                    }
+                }
+                Err(CodegenError::Unbound(name.to_string()))
+            }
+        }
+    }
+
+    /// Pushes the byte address of `buf[index]` minus the returned constant
+    /// offset (which the caller puts in the memarg).
+    pub fn address(&mut self, buf: &BufBinding, index: &Expr) -> Result<u64, CodegenError> {
+        let (dynamic, offset) = split_constant_offset(index);
+        self.emit(I::LocalGet(buf.base));
+        self.expr(&dynamic)?;
+        let shift = log2_bytes(buf.ty);
+        if shift > 0 {
+            self.emit(I::I32Const(shift as i32));
+            self.emit(I::I32Shl);
+        }
+        self.emit(I::I32Add);
+        Ok((offset as u64) << shift)
+    }
+
+    pub fn load_scalar(&mut self, ty: Type, offset: u64) {
+        let m = mem(offset, log2_bytes(ty));
+        match (ty.kind, ty.bits) {
+            (TypeKind::Float, _) => self.emit(I::F32Load(m)),
+            (TypeKind::Int, 8) => self.emit(I::I32Load8S(m)),
+            (TypeKind::Int, 16) => self.emit(I::I32Load16S(m)),
+            (TypeKind::UInt, 16) => self.emit(I::I32Load16U(m)),
+            (_, 1) | (_, 8) => {
+                self.emit(I::I32Load8U(m));
+                if ty.is_bool() {
+                    self.wrap(ty);
+                }
+            }
+            _ => self.emit(I::I32Load(m)),
+        }
+    }
+
+    pub fn store_scalar(&mut self, ty: Type, offset: u64) {
+        let m = mem(offset, log2_bytes(ty));
+        match (ty.kind, ty.bits) {
+            (TypeKind::Float, _) => self.emit(I::F32Store(m)),
+            (_, 1) | (_, 8) => self.emit(I::I32Store8(m)),
+            (_, 16) => self.emit(I::I32Store16(m)),
+            _ => self.emit(I::I32Store(m)),
+        }
+    }
+
+    /// Converts the value on the stack from `from` to `to` (scalars).
+    pub fn cast(&mut self, from: Type, to: Type, saturating: bool) {
+        let (from, to) = (from.element(), to.element());
+        if from == to {
+            return;
+        }
+        if from.bits == 64 || to.bits == 64 {
+            self.cast64(from, to, saturating);
+            return;
+        }
+        if to.is_bool() {
+            if from.is_float() {
+                self.emit(I::F32Const(0.0f32.into()));
+                self.emit(I::F32Ne);
+            } else {
+                self.emit(I::I32Const(0));
+                self.emit(I::I32Ne);
+            }
+            return;
+        }
+        if to.is_float() {
+            if from.is_float() {
+                return;
+            }
+            if from.is_uint() && from.bits == 32 {
+                self.emit(I::F32ConvertI32U);
+            } else {
+                self.emit(I::F32ConvertI32S);
+            }
+            return;
+        }
+        if from.is_float() {
+            // Saturate to the 32-bit range (unsigned only for u32), then
+            // clamp (saturating) or wrap to the target.
+            if to.is_uint() && to.bits == 32 {
+                self.emit(I::I32TruncSatF32U);
+                return;
+            }
+            self.emit(I::I32TruncSatF32S);
+            if saturating {
+                self.clamp_i32(true, to);
+            } else {
+                self.wrap(to);
+            }
+            return;
+        }
+        // Integer (or bool) to integer.
+        if saturating {
+            self.clamp_i32(from.is_int(), to);
+        } else {
+            self.wrap(to);
+        }
+    }
+
+    /// Casts to or from u64 (the only 64-bit type).
+    fn cast64(&mut self, from: Type, to: Type, saturating: bool) {
+        if to.bits == 64 {
+            if from.is_float() {
+                self.emit(I::I64TruncSatF32U);
+            } else if from.is_int() {
+                if saturating {
+                    // max(v, 0)
+                    let v = self.set_new_local(ValType::I32);
+                    self.emit(I::LocalGet(v));
+                    self.emit(I::I32Const(0));
+                    self.emit(I::LocalGet(v));
+                    self.emit(I::I32Const(0));
+                    self.emit(I::I32GtS);
+                    self.emit(I::Select);
+                }
+                self.emit(I::I64ExtendI32S);
+            } else {
+                self.emit(I::I64ExtendI32U);
+            }
+            return;
+        }
+        if to.is_bool() {
+            self.emit(I::I64Const(0));
+            self.emit(I::I64Ne);
+            return;
+        }
+        if to.is_float() {
+            self.emit(I::F32ConvertI64U);
+            return;
+        }
+        if saturating {
+            // min_u(v, max)
+            let v = self.set_new_local(ValType::I64);
+            let max = to.max_value() as i64;
+            self.emit(I::LocalGet(v));
+            self.emit(I::I64Const(max));
+            self.emit(I::LocalGet(v));
+            self.emit(I::I64Const(max));
+            self.emit(I::I64LtU);
+            self.emit(I::Select);
+        }
+        self.emit(I::I32WrapI64);
+        self.wrap(to);
+    }
+
+    /// Binary operations on u64 values.
+    fn binary64(&mut self, op: BinOp) -> Result<(), CodegenError> {
+        let simple = match op {
+            BinOp::Add => Some(I::I64Add),
+            BinOp::Sub => Some(I::I64Sub),
+            BinOp::Mul => Some(I::I64Mul),
+            BinOp::BitAnd => Some(I::I64And),
+            BinOp::BitOr => Some(I::I64Or),
+            BinOp::BitXor => Some(I::I64Xor),
+            BinOp::Eq => Some(I::I64Eq),
+            BinOp::Ne => Some(I::I64Ne),
+            BinOp::Lt => Some(I::I64LtU),
+            BinOp::Le => Some(I::I64LeU),
+            BinOp::Gt => Some(I::I64GtU),
+            BinOp::Ge => Some(I::I64GeU),
+            _ => None,
+        };
+        if let Some(i) = simple {
+            self.emit(i);
+            return Ok(());
+        }
+        let b = self.set_new_local(ValType::I64);
+        let a = self.set_new_local(ValType::I64);
+        match op {
+            BinOp::Min | BinOp::Max => {
+                self.emit(I::LocalGet(a));
+                self.emit(I::LocalGet(b));
+                self.emit(I::LocalGet(a));
+                self.emit(I::LocalGet(b));
+                self.emit(if op == BinOp::Min {
+                    I::I64LtU
+                } else {
+                    I::I64GtU
+                });
+                self.emit(I::Select);
+            }
+            BinOp::Div | BinOp::Mod => {
+                // x / 0 == x % 0 == 0
+                self.emit(I::LocalGet(a));
+                self.emit(I::LocalGet(b));
+                self.emit(I::I64Const(1));
+                self.emit(I::LocalGet(b));
+                self.emit(I::I64Eqz);
+                self.emit(I::Select);
+                self.emit(if op == BinOp::Div {
+                    I::I64DivU
+                } else {
+                    I::I64RemU
+                });
+                self.emit(I::I64Const(0));
+                self.emit(I::LocalGet(b));
+                self.emit(I::I64Eqz);
+                self.emit(I::I32Eqz);
+                self.emit(I::Select);
+            }
+            BinOp::Shl | BinOp::Shr => {
+                // Amounts of 64 or more give 0.
+                self.emit(I::LocalGet(a));
+                self.emit(I::LocalGet(b));
+                self.emit(if op == BinOp::Shl {
+                    I::I64Shl
+                } else {
+                    I::I64ShrU
+                });
+                self.emit(I::I64Const(0));
+                self.emit(I::LocalGet(b));
+                self.emit(I::I64Const(64));
+                self.emit(I::I64LtU);
+                self.emit(I::Select);
+            }
+            _ => {
+                return Err(CodegenError::NotLowered(format!(
+                    "operator {} on u64",
+                    op.symbol()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Clamps an i32 holding a value (signed or unsigned per `signed`) to
+    /// the range of integer type `to`, leaving it normalised.
+    fn clamp_i32(&mut self, signed: bool, to: Type) {
+        let lo = to.min_value() as i64;
+        let hi = to.max_value() as i64;
+        self.emit(if signed {
+            I::I64ExtendI32S
+        } else {
+            I::I64ExtendI32U
+        });
+        let v = self.set_new_local(ValType::I64);
+        // max(v, lo)
+        self.emit(I::I64Const(lo));
+        self.emit(I::LocalGet(v));
+        self.emit(I::LocalGet(v));
+        self.emit(I::I64Const(lo));
+        self.emit(I::I64LtS);
+        self.emit(I::Select);
+        self.emit(I::LocalSet(v));
+        // min(v, hi)
+        self.emit(I::I64Const(hi));
+        self.emit(I::LocalGet(v));
+        self.emit(I::LocalGet(v));
+        self.emit(I::I64Const(hi));
+        self.emit(I::I64GtS);
+        self.emit(I::Select);
+        self.emit(I::I32WrapI64);
+    }
+
+    fn binary(&mut self, op: BinOp, a: &Expr, b: &Expr) -> Result<(), CodegenError> {
+        let ty = a.ty().element();
+        let float = ty.is_float();
+        let signed = ty.is_int();
+        if matches!(op, BinOp::Div | BinOp::Mod)
+            && !float
+            && ty.bits <= 32
+            && let Some(c) = b.as_int()
+            && c > 0
+            && (c <= i32::MAX as i64)
+        {
+            self.expr(a)?;
+            self.div_mod_by_positive_const(op == BinOp::Div, signed, c as i32);
+            self.wrap(ty);
+            return Ok(());
+        }
+        self.expr(a)?;
+        self.expr(b)?;
+        if ty.bits == 64 {
+            return self.binary64(op);
+        }
+        let simple = |op: BinOp| -> Option<I<'static>> {
+            Some(match (op, float) {
+                (BinOp::Add, true) => I::F32Add,
+                (BinOp::Sub, true) => I::F32Sub,
+                (BinOp::Mul, true) => I::F32Mul,
+                (BinOp::Div, true) => I::F32Div,
+                (BinOp::Eq, true) => I::F32Eq,
+                (BinOp::Ne, true) => I::F32Ne,
+                (BinOp::Lt, true) => I::F32Lt,
+                (BinOp::Le, true) => I::F32Le,
+                (BinOp::Gt, true) => I::F32Gt,
+                (BinOp::Ge, true) => I::F32Ge,
+                (BinOp::Eq, false) => I::I32Eq,
+                (BinOp::Ne, false) => I::I32Ne,
+                (BinOp::Lt, false) if signed => I::I32LtS,
+                (BinOp::Le, false) if signed => I::I32LeS,
+                (BinOp::Gt, false) if signed => I::I32GtS,
+                (BinOp::Ge, false) if signed => I::I32GeS,
+                (BinOp::Lt, false) => I::I32LtU,
+                (BinOp::Le, false) => I::I32LeU,
+                (BinOp::Gt, false) => I::I32GtU,
+                (BinOp::Ge, false) => I::I32GeU,
+                (BinOp::BitAnd | BinOp::And, false) => I::I32And,
+                (BinOp::BitOr | BinOp::Or, false) => I::I32Or,
+                (BinOp::BitXor, false) => I::I32Xor,
+                _ => return None,
+            })
+        };
+        if let Some(i) = simple(op) {
+            self.emit(i);
+            return Ok(());
+        }
+        match op {
+            BinOp::Add | BinOp::Sub | BinOp::Mul if !float => {
+                self.emit(match op {
+                    BinOp::Add => I::I32Add,
+                    BinOp::Sub => I::I32Sub,
+                    _ => I::I32Mul,
+                });
+                self.wrap(ty);
+            }
+            BinOp::Min | BinOp::Max => {
+                // `a < b ? a : b` (and `a > b ? a : b`), also for floats:
+                // the reference semantics, not IEEE minimum.
+                let t = if float { ValType::F32 } else { ValType::I32 };
+                let bl = self.set_new_local(t);
+                let al = self.set_new_local(t);
+                self.emit(I::LocalGet(al));
+                self.emit(I::LocalGet(bl));
+                self.emit(I::LocalGet(al));
+                self.emit(I::LocalGet(bl));
+                self.emit(match (op, signed) {
+                    (BinOp::Min, _) if float => I::F32Lt,
+                    (_, _) if float => I::F32Gt,
+                    (BinOp::Min, true) => I::I32LtS,
+                    (BinOp::Min, false) => I::I32LtU,
+                    (_, true) => I::I32GtS,
+                    (_, false) => I::I32GtU,
+                });
+                self.emit(I::Select);
+            }
+            BinOp::Div | BinOp::Mod if float => {
+                // a - b * floor(a / b)
+                let bl = self.set_new_local(ValType::F32);
+                let al = self.set_new_local(ValType::F32);
+                self.emit(I::LocalGet(al));
+                self.emit(I::LocalGet(bl));
+                self.emit(I::LocalGet(al));
+                self.emit(I::LocalGet(bl));
+                self.emit(I::F32Div);
+                self.emit(I::F32Floor);
+                self.emit(I::F32Mul);
+                self.emit(I::F32Sub);
+            }
+            BinOp::Div | BinOp::Mod => {
+                let bl = self.set_new_local(ValType::I32);
+                let al = self.set_new_local(ValType::I32);
+                self.int_div_mod(op == BinOp::Div, signed, al, bl);
+                self.wrap(ty);
+            }
+            BinOp::Shl | BinOp::Shr => {
+                let bl = self.set_new_local(ValType::I32);
+                let al = self.set_new_local(ValType::I32);
+                self.shift(op == BinOp::Shl, ty, b.ty().element().is_int(), al, bl);
+            }
+            _ => {
+                return Err(CodegenError::NotLowered(format!(
+                    "operator {} on {ty}",
+                    op.symbol()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Euclidean `a / c` or `a % c` for the value on the stack and a
+    /// positive constant `c`: no zero or overflow guards needed.
+    fn div_mod_by_positive_const(&mut self, div: bool, signed: bool, c: i32) {
+        if c.count_ones() == 1 {
+            // Floor division by a power of two is a shift; the Euclidean
+            // remainder is the low bits (two's complement).
+            if div {
+                self.emit(I::I32Const(c.trailing_zeros() as i32));
+                self.emit(if signed { I::I32ShrS } else { I::I32ShrU });
+            } else {
+                self.emit(I::I32Const(c - 1));
+                self.emit(I::I32And);
+            }
+            return;
+        }
+        if !signed {
+            self.emit(I::I32Const(c));
+            self.emit(if div { I::I32DivU } else { I::I32RemU });
+            return;
+        }
+        let a = self.set_new_local(ValType::I32);
+        let r = self.local(ValType::I32);
+        self.emit(I::LocalGet(a));
+        self.emit(I::I32Const(c));
+        self.emit(I::I32RemS);
+        self.emit(I::LocalSet(r));
+        if div {
+            // a / c rounds toward zero; one less when the remainder is negative.
+            self.emit(I::LocalGet(a));
+            self.emit(I::I32Const(c));
+            self.emit(I::I32DivS);
+            self.emit(I::LocalGet(r));
+            self.emit(I::I32Const(31));
+            self.emit(I::I32ShrS);
+            self.emit(I::I32Add);
+        } else {
+            self.emit(I::LocalGet(r));
+            self.emit(I::LocalGet(r));
+            self.emit(I::I32Const(31));
+            self.emit(I::I32ShrS);
+            self.emit(I::I32Const(c));
+            self.emit(I::I32And);
+            self.emit(I::I32Add);
+        }
+    }
+
+    /// Euclidean division or modulo with `x / 0 == x % 0 == 0`, never
+    /// trapping.
+    fn int_div_mod(&mut self, div: bool, signed: bool, a: u32, b: u32) {
+        // A divisor that cannot trap: 1 in place of 0 (and of -1, whose
+        // quotient is computed by negation to avoid the i32::MIN trap).
+        let safe = self.local(ValType::I32);
+        self.emit(I::LocalGet(b));
+        self.emit(I::I32Const(1));
+        self.emit(I::LocalGet(b));
+        if signed {
+            self.emit(I::I32Const(1));
+            self.emit(I::I32Add);
+            self.emit(I::I32Const(1));
+            self.emit(I::I32GtU); // b + 1 > 1 unsigned: b not in {-1, 0}
+        }
+        self.emit(I::Select);
+        self.emit(I::LocalSet(safe));
+        if !signed {
+            self.emit(I::LocalGet(a));
+            self.emit(I::LocalGet(safe));
+            self.emit(if div { I::I32DivU } else { I::I32RemU });
+        } else {
+            let r = self.local(ValType::I32);
+            self.emit(I::LocalGet(a));
+            self.emit(I::LocalGet(safe));
+            self.emit(I::I32RemS);
+            self.emit(I::LocalSet(r));
+            if div {
+                // q = (b == -1 ? -a : a / safe) - (r < 0 ? sign(b) : 0)
+                self.emit(I::I32Const(0));
+                self.emit(I::LocalGet(a));
+                self.emit(I::I32Sub);
+                self.emit(I::LocalGet(a));
+                self.emit(I::LocalGet(safe));
+                self.emit(I::I32DivS);
+                self.emit(I::LocalGet(b));
+                self.emit(I::I32Const(-1));
+                self.emit(I::I32Eq);
+                self.emit(I::Select);
+                // sign(b) = b > 0 ? 1 : -1, applied only when r < 0
+                self.emit(I::I32Const(1));
+                self.emit(I::I32Const(-1));
+                self.emit(I::LocalGet(b));
+                self.emit(I::I32Const(0));
+                self.emit(I::I32GtS);
+                self.emit(I::Select);
+                self.emit(I::I32Const(0));
+                self.emit(I::LocalGet(r));
+                self.emit(I::I32Const(0));
+                self.emit(I::I32LtS);
+                self.emit(I::Select);
+                self.emit(I::I32Sub);
+            } else {
+                // r < 0 ? r + |b| : r
+                self.emit(I::LocalGet(r));
+                self.emit(I::I32Const(0));
+                self.emit(I::LocalGet(b));
+                self.emit(I::I32Sub);
+                self.emit(I::LocalGet(b));
+                self.emit(I::LocalGet(b));
+                self.emit(I::I32Const(0));
+                self.emit(I::I32LtS);
+                self.emit(I::Select);
+                self.emit(I::I32Add);
+                self.emit(I::LocalGet(r));
+                self.emit(I::LocalGet(r));
+                self.emit(I::I32Const(0));
+                self.emit(I::I32LtS);
+                self.emit(I::Select);
+            }
+        }
+        // Zero divisor gives 0.
+        self.emit(I::I32Const(0));
+        self.emit(I::LocalGet(b));
+        self.emit(I::Select);
+    }
+
+    /// Shifts with Halide's conventions (see the crate docs), computed in
+    /// 64 bits so that large amounts need no special case.
+    fn shift(&mut self, left: bool, ty: Type, amount_signed: bool, a: u32, b: u32) {
+        let signed = ty.is_int();
+        let push_value = |s: &mut Self| {
+            s.emit(I::LocalGet(a));
+            s.emit(if signed {
+                I::I64ExtendI32S
+            } else {
+                I::I64ExtendI32U
+            });
+        };
+        // amount clamped to 63 (unsigned min)
+        let clamp = |s: &mut Self, negate: bool| {
+            let t = s.local(ValType::I32);
+            if negate {
+                s.emit(I::I32Const(0));
+                s.emit(I::LocalGet(b));
+                s.emit(I::I32Sub);
+            } else {
+                s.emit(I::LocalGet(b));
+            }
+            s.emit(I::LocalSet(t));
+            s.emit(I::LocalGet(t));
+            s.emit(I::I32Const(63));
+            s.emit(I::LocalGet(t));
+            s.emit(I::I32Const(63));
+            s.emit(I::I32LtU);
+            s.emit(I::Select);
+            s.emit(I::I64ExtendI32U);
+        };
+        let emit_dir = |s: &mut Self, shl: bool, negate: bool| {
+            push_value(s);
+            clamp(s, negate);
+            s.emit(if shl {
+                I::I64Shl
+            } else if signed {
+                I::I64ShrS
+            } else {
+                I::I64ShrU
+            });
+            s.emit(I::I32WrapI64);
+        };
+        emit_dir(self, left, false);
+        if amount_signed {
+            emit_dir(self, !left, true);
+            self.emit(I::LocalGet(b));
+            self.emit(I::I32Const(0));
+            self.emit(I::I32GeS);
+            self.emit(I::Select);
+        }
+        self.wrap(ty);
+    }
+
+    fn call(&mut self, target: &CallTarget, args: &[Expr], ty: Type) -> Result<(), CodegenError> {
+        let CallTarget::Intrinsic(intrinsic) = target else {
+            return Err(CodegenError::NotLowered(format!("call to {target:?}")));
+        };
+        let arg_ty = args.first().map(|a| a.ty().element()).unwrap_or(Type::I32);
+        match intrinsic {
+            Intrinsic::Likely => self.expr(&args[0])?,
+            Intrinsic::Sqrt
+            | Intrinsic::Floor
+            | Intrinsic::Ceil
+            | Intrinsic::Trunc
+            | Intrinsic::Round => {
+                self.expr(&args[0])?;
+                self.emit(match intrinsic {
+                    Intrinsic::Sqrt => I::F32Sqrt,
+                    Intrinsic::Floor => I::F32Floor,
+                    Intrinsic::Ceil => I::F32Ceil,
+                    Intrinsic::Trunc => I::F32Trunc,
+                    _ => I::F32Nearest,
+                });
+            }
+            Intrinsic::IsNan => {
+                self.expr(&args[0])?;
+                let l = self.set_new_local(ValType::F32);
+                self.emit(I::LocalGet(l));
+                self.emit(I::LocalGet(l));
+                self.emit(I::F32Ne);
+            }
+            Intrinsic::Reinterpret => {
+                self.expr(&args[0])?;
+                match (arg_ty.is_float(), ty.is_float()) {
+                    (true, false) => self.emit(I::I32ReinterpretF32),
+                    (false, true) => self.emit(I::F32ReinterpretI32),
+                    (false, false) => self.wrap(ty),
+                    (true, true) => {}
+                }
+            }
+            Intrinsic::Abs => {
+                self.expr(&args[0])?;
+                if arg_ty.is_float() {
+                    self.emit(I::F32Abs);
+                } else if arg_ty.is_int() {
+                    let l = self.set_new_local(ValType::I32);
+                    self.emit(I::I32Const(0));
+                    self.emit(I::LocalGet(l));
+                    self.emit(I::I32Sub);
+                    self.emit(I::LocalGet(l));
+                    self.emit(I::LocalGet(l));
+                    self.emit(I::I32Const(0));
+                    self.emit(I::I32LtS);
+                    self.emit(I::Select);
+                    self.wrap(ty);
+                }
+            }
+            Intrinsic::Absd => {
+                self.expr(&args[0])?;
+                self.expr(&args[1])?;
+                if arg_ty.is_float() {
+                    self.emit(I::F32Sub);
+                    self.emit(I::F32Abs);
+                } else {
+                    let bl = self.set_new_local(ValType::I32);
+                    let al = self.set_new_local(ValType::I32);
+                    // max(a, b) - min(a, b), exact in 32 bits then wrapped.
+                    let lt = if arg_ty.is_int() {
+                        I::I32LtS
+                    } else {
+                        I::I32LtU
+                    };
+                    self.emit(I::LocalGet(bl));
+                    self.emit(I::LocalGet(al));
+                    self.emit(I::I32Sub);
+                    self.emit(I::LocalGet(al));
+                    self.emit(I::LocalGet(bl));
+                    self.emit(I::I32Sub);
+                    self.emit(I::LocalGet(al));
+                    self.emit(I::LocalGet(bl));
+                    self.emit(lt);
+                    self.emit(I::Select);
+                    self.wrap(ty);
+                }
+            }
+            other => {
+                // Transcendentals and lerp are defined by their expansions.
+                let Some(expanded) = argent_ir::math::expand_call(*other, args) else {
+                    return Err(CodegenError::NotLowered(format!(
+                        "intrinsic {}",
+                        other.name()
+                    )));
+                };
+                self.expr(&expanded)?;
+            }
+        }
+        Ok(())
+    }
+
+    // ---- statements -------------------------------------------------------
+
+    pub fn stmt(&mut self, s: &Stmt) -> Result<(), CodegenError> {
+        match s {
+            Stmt::LetStmt { name, value, body } => {
+                let binding = self.bind_value(value)?;
+                self.scopes.push((name.clone(), binding));
+                let r = self.stmt(body);
+                self.scopes.pop();
+                r
+            }
+            Stmt::Assert { cond, kind, args } => self.assert(cond, kind.clone(), args),
+            Stmt::ProducerConsumer { body, .. } => self.stmt(body),
+            Stmt::For {
+                var,
+                min,
+                extent,
+                kind,
+                body,
+            } => {
+                if *kind == ForKind::Parallel && self.ctx.options.threads && !self.in_task {
+                    let mark = self.code.len();
+                    match self.parallel_for(var, min, extent, body) {
+                        Ok(true) => return Ok(()),
+                        Ok(false) => self.code.truncate(mark),
+                        Err(e) => return Err(e),
+                    }
+                }
+                self.serial_for(var, min, extent, body)
+            }
+            Stmt::Store {
+                buffer,
+                index,
+                value,
+            } => self.with_temporaries(|s| s.store(buffer, index, value)),
+            Stmt::Allocate {
+                buffer,
+                ty,
+                size,
+                body,
+            } => self.allocate(buffer, *ty, size, body),
+            Stmt::Block(stmts) => stmts.iter().try_for_each(|s| self.stmt(s)),
+            Stmt::IfThenElse {
+                cond,
+                then,
+                otherwise,
+            } => {
+                self.expr(cond)?;
+                self.emit(I::If(BlockType::Empty));
+                self.stmt(then)?;
+                if let Some(o) = otherwise {
+                    self.emit(I::Else);
+                    self.stmt(o)?;
+                }
+                self.emit(I::End);
+                Ok(())
+            }
+            // Expressions have no side effects, so there is nothing to run.
+            Stmt::Evaluate(_) => Ok(()),
+            Stmt::Provide { func, .. } | Stmt::Realize { func, .. } => Err(
+                CodegenError::NotLowered(format!("multi-dimensional access to {func}")),
+            ),
+        }
+    }
+
+    fn store(&mut self, buffer: &str, index: &Expr, value: &Expr) -> Result<(), CodegenError> {
+        if value.ty().is_vector() || index.ty().is_vector() {
+            if self.ctx.options.simd {
+                let mark = self.code.len();
+                match self.vstore(buffer, index, value) {
+                    Ok(()) => return Ok(()),
+                    Err(crate::simd::VErr::Fatal(e)) => return Err(e),
+                    Err(crate::simd::VErr::Unsupported) => self.code.truncate(mark),
+                }
+            }
+            let scalar = scalarize_stmt(&Stmt::Store {
+                buffer: buffer.to_string(),
+                index: index.clone(),
+                value: value.clone(),
+            });
+            return self.stmt(&scalar);
+        }
+        let buf = self.buffer(buffer)?;
+        let offset = self.address(&buf, index)?;
+        self.expr(value)?;
+        self.store_scalar(buf.ty, offset);
+        Ok(())
+    }
+
+    /// Records a check and returns its status code.
+    fn register_assert(&mut self, kind: AssertKind, arg_types: Vec<Type>) -> i32 {
+        self.ctx.asserts.push(AssertInfo { kind, arg_types });
+        self.ctx.asserts.len() as i32
+    }
+
+    fn assert(&mut self, cond: &Expr, kind: AssertKind, args: &[Expr]) -> Result<(), CodegenError> {
+        let code = self.register_assert(kind, args.iter().map(|a| a.ty()).collect());
+        self.expr(cond)?;
+        self.emit(I::I32Eqz);
+        self.emit(I::If(BlockType::Empty));
+        for (k, arg) in args.iter().enumerate() {
+            self.emit(I::LocalGet(self.args_ptr));
+            self.expr(arg)?;
+            if arg.ty().is_float() {
+                self.emit(I::I32ReinterpretF32);
+            }
+            let offset = self.ctx.error_args_offset as u64 + 4 * k as u64;
+            self.emit(I::I32Store(mem(offset, 2)));
+        }
+        self.fail(code);
+        self.emit(I::End);
+        Ok(())
+    }
+
+    fn serial_for(
+        &mut self,
+        var: &str,
+        min: &Expr,
+        extent: &Expr,
+        body: &Stmt,
+    ) -> Result<(), CodegenError> {
+        self.expr(min)?;
+        let i = self.set_new_local(ValType::I32);
+        self.emit(I::LocalGet(i));
+        self.expr(extent)?;
+        self.emit(I::I32Add);
+        let end = self.set_new_local(ValType::I32);
+        self.emit(I::Block(BlockType::Empty));
+        self.emit(I::LocalGet(i));
+        self.emit(I::LocalGet(end));
+        self.emit(I::I32GeS);
+        self.emit(I::BrIf(0));
+        self.emit(I::Loop(BlockType::Empty));
+        self.scopes.push((
+            var.to_string(),
+            Binding::Scalar {
+                local: i,
+                ty: Type::I32,
+            },
+        ));
+        let r = self.stmt(body);
+        self.scopes.pop();
+        r?;
+        self.emit(I::LocalGet(i));
+        self.emit(I::I32Const(1));
+        self.emit(I::I32Add);
+        self.emit(I::LocalTee(i));
+        self.emit(I::LocalGet(end));
+        self.emit(I::I32LtS);
+        self.emit(I::BrIf(0));
+        self.emit(I::End);
+        self.emit(I::End);
+        Ok(())
+    }
+
+    fn heap_load(&mut self) {
+        self.emit(I::LocalGet(self.args_ptr));
+        if self.ctx.options.threads {
+            self.emit(I::I32AtomicLoad(mem(0, 2)));
+        } else {
+            self.emit(I::I32Load(mem(0, 2)));
+        }
+    }
+
+    /// Carves `bytes` (an i64 local) from the heap; returns (old top, base,
+    /// end) locals. Fails the run with `code` when it cannot.
+    fn heap_alloc(&mut self, bytes: u32, code: i32) -> (u32, u32, u32) {
+        let threads = self.ctx.options.threads;
+        let old = self.local(ValType::I32);
+        let base = self.local(ValType::I32);
+        let end = self.local(ValType::I32);
+        let end64 = self.local(ValType::I64);
+        let have = self.local(ValType::I64);
+        if threads {
+            self.emit(I::Loop(BlockType::Empty));
+        }
+        self.heap_load();
+        self.emit(I::LocalTee(old));
+        self.emit(I::I32Const(15));
+        self.emit(I::I32Add);
+        self.emit(I::I32Const(-16));
+        self.emit(I::I32And);
+        self.emit(I::LocalSet(base));
+        self.emit(I::LocalGet(base));
+        self.emit(I::I64ExtendI32U);
+        self.emit(I::LocalGet(bytes));
+        self.emit(I::I64Add);
+        self.emit(I::I64Const(HEAP_PADDING));
+        self.emit(I::I64Add);
+        self.emit(I::LocalTee(end64));
+        // Wasm32 addresses stop at 4 GiB; base < 16 covers a heap top that
+        // wrapped when it was aligned.
+        self.emit(I::I64Const(1 << 32));
+        self.emit(I::I64GeU);
+        self.emit(I::LocalGet(base));
+        self.emit(I::I32Const(16));
+        self.emit(I::I32LtU);
+        self.emit(I::I32Or);
+        self.emit(I::If(BlockType::Empty));
+        self.write_alloc_error_args(bytes);
+        self.fail(code);
+        self.emit(I::End);
+        // Grow the memory until the block fits.
+        self.emit(I::MemorySize(0));
+        self.emit(I::I64ExtendI32U);
+        self.emit(I::I64Const(16));
+        self.emit(I::I64Shl);
+        self.emit(I::LocalTee(have));
+        self.emit(I::LocalGet(end64));
+        self.emit(I::I64LtU);
+        self.emit(I::If(BlockType::Empty));
+        self.emit(I::LocalGet(end64));
+        self.emit(I::LocalGet(have));
+        self.emit(I::I64Sub);
+        self.emit(I::I64Const(0xffff));
+        self.emit(I::I64Add);
+        self.emit(I::I64Const(16));
+        self.emit(I::I64ShrU);
+        self.emit(I::I32WrapI64);
+        self.emit(I::MemoryGrow(0));
+        self.emit(I::I32Const(-1));
+        self.emit(I::I32Eq);
+        self.emit(I::If(BlockType::Empty));
+        // Another thread may have grown the memory in the meantime.
+        self.emit(I::MemorySize(0));
+        self.emit(I::I64ExtendI32U);
+        self.emit(I::I64Const(16));
+        self.emit(I::I64Shl);
+        self.emit(I::LocalGet(end64));
+        self.emit(I::I64LtU);
+        self.emit(I::If(BlockType::Empty));
+        self.write_alloc_error_args(bytes);
+        self.fail(code);
+        self.emit(I::End);
+        self.emit(I::End);
+        self.emit(I::End);
+        self.emit(I::LocalGet(end64));
+        self.emit(I::I32WrapI64);
+        self.emit(I::LocalSet(end));
+        if threads {
+            self.emit(I::LocalGet(self.args_ptr));
+            self.emit(I::LocalGet(old));
+            self.emit(I::LocalGet(end));
+            self.emit(I::I32AtomicRmwCmpxchg(mem(0, 2)));
+            self.emit(I::LocalGet(old));
+            self.emit(I::I32Ne);
+            self.emit(I::BrIf(0));
+            self.emit(I::End);
+        } else {
+            self.emit(I::LocalGet(self.args_ptr));
+            self.emit(I::LocalGet(end));
+            self.emit(I::I32Store(mem(0, 2)));
+        }
+        (old, base, end)
+    }
+
+    fn write_alloc_error_args(&mut self, bytes: u32) {
+        let offset = self.ctx.error_args_offset as u64;
+        self.emit(I::LocalGet(self.args_ptr));
+        self.emit(I::LocalGet(bytes));
+        self.emit(I::I32WrapI64);
+        self.emit(I::I32Store(mem(offset, 2)));
+        self.emit(I::LocalGet(self.args_ptr));
+        self.emit(I::LocalGet(bytes));
+        self.emit(I::I64Const(32));
+        self.emit(I::I64ShrU);
+        self.emit(I::I32WrapI64);
+        self.emit(I::I32Store(mem(offset + 4, 2)));
+    }
+
+    /// Gives a heap block back (LIFO; with threads only while it is the top).
+    fn heap_free(&mut self, old: u32, end: u32) {
+        self.emit(I::LocalGet(self.args_ptr));
+        if self.ctx.options.threads {
+            self.emit(I::LocalGet(end));
+            self.emit(I::LocalGet(old));
+            self.emit(I::I32AtomicRmwCmpxchg(mem(0, 2)));
+            self.emit(I::Drop);
+        } else {
+            self.emit(I::LocalGet(old));
+            self.emit(I::I32Store(mem(0, 2)));
+        }
+    }
+
+    fn allocate(
+        &mut self,
+        buffer: &str,
+        ty: Type,
+        size: &Expr,
+        body: &Stmt,
+    ) -> Result<(), CodegenError> {
+        let elem = ty.element();
+        memory_type(elem)?;
+        let code = self.register_assert(
+            AssertKind::AllocationTooLarge {
+                buffer: buffer.to_string(),
+            },
+            vec![Type::U32, Type::U32],
+        );
+        // bytes = max(size, 0) * element size, in 64 bits.
+        self.expr(size)?;
+        self.emit(I::I64ExtendI32S);
+        let s = self.set_new_local(ValType::I64);
+        self.emit(I::LocalGet(s));
+        self.emit(I::I64Const(0));
+        self.emit(I::LocalGet(s));
+        self.emit(I::I64Const(0));
+        self.emit(I::I64GtS);
+        self.emit(I::Select);
+        self.emit(I::I64Const(elem.bytes() as i64 * ty.lanes as i64));
+        self.emit(I::I64Mul);
+        let bytes = self.set_new_local(ValType::I64);
+        let (old, base, end) = self.heap_alloc(bytes, code);
+        self.buffers.push(BufBinding {
+            name: buffer.to_string(),
+            base,
+            ty: elem,
+        });
+        let r = self.stmt(body);
+        self.buffers.pop();
+        r?;
+        self.heap_free(old, end);
+        Ok(())
+    }
+
+    /// Outlines a parallel loop body into a task; returns false (emitting
+    /// nothing useful) when the body captures something a closure cannot
+    /// hold, so the caller runs the loop serially.
+    fn parallel_for(
+        &mut self,
+        var: &str,
+        min: &Expr,
+        extent: &Expr,
+        body: &Stmt,
+    ) -> Result<bool, CodegenError> {
+        let mut names = NameCollector::default();
+        names.visit_stmt(body);
+        let mut scalars: Vec<(String, u32, Type)> = Vec::new();
+        for name in &names.vars {
+            if name == var {
+                continue;
+            }
+            match self.lookup(name) {
+                Some(Binding::Scalar { ty, .. }) if ty.bits > 32 => return Ok(false),
+                Some(Binding::Scalar { local, ty }) => scalars.push((name.clone(), *local, *ty)),
+                Some(Binding::Vector(_) | Binding::Lanes { .. }) => return Ok(false),
+                None => {
+                    if name.contains('#') {
+                        return Ok(false);
+                    }
+                }
+            }
+        }
+        let mut bufs = Vec::new();
+        for name in &names.buffers {
+            if let Ok(b) = self.buffer(name) {
+                bufs.push(b);
+            }
+        }
+        let task_index = self.ctx.tasks.len() as u32;
+        // Reserve the slot so nested tasks get later indices.
+        let captures: Vec<String> = scalars
+            .iter()
+            .map(|(n, _, _)| n.clone())
+            .chain(bufs.iter().map(|b| b.name.clone()))
+            .collect();
+        let info = TaskInfo {
+            export: format!("task_{task_index}"),
+            loop_var: var.to_string(),
+            captures: captures.clone(),
+        };
+        self.ctx
+            .tasks
+            .push((info, Function::new_with_locals_types([])));
+
+        // The task function.
+        let function = {
+            let mut task = FnBuilder::new(&mut *self.ctx, 2, true);
+            let closure = 0;
+            task.args_ptr = task.local(ValType::I32);
+            task.emit(I::LocalGet(closure));
+            task.emit(I::I32Load(mem(0, 2)));
+            task.emit(I::LocalSet(task.args_ptr));
+            for (k, (name, _, ty)) in scalars.iter().enumerate() {
+                task.emit(I::LocalGet(closure));
+                let m = mem(4 + 4 * k as u64, 2);
+                let t = val_type(*ty)?;
+                task.emit(if t == ValType::F32 {
+                    I::F32Load(m)
+                } else {
+                    I::I32Load(m)
+                });
+                let local = task.set_new_local(t);
+                task.scopes
+                    .push((name.clone(), Binding::Scalar { local, ty: *ty }));
+            }
+            for (k, b) in bufs.iter().enumerate() {
+                task.emit(I::LocalGet(closure));
+                task.emit(I::I32Load(mem(4 + 4 * (scalars.len() + k) as u64, 2)));
+                let base = task.set_new_local(ValType::I32);
+                task.buffers.push(BufBinding {
+                    name: b.name.clone(),
+                    base,
+                    ty: b.ty,
+                });
+            }
+            task.scopes.push((
+                var.to_string(),
+                Binding::Scalar {
+                    local: 1,
+                    ty: Type::I32,
+                },
+            ));
+            task.stmt(body)?;
+            task.emit(I::I32Const(0));
+            task.finish()
+        };
+        self.ctx.tasks[task_index as usize].1 = function;
+
+        // The closure, on the heap.
+        let code = self.register_assert(
+            AssertKind::AllocationTooLarge {
+                buffer: format!("closure of task_{task_index}"),
+            },
+            vec![Type::U32, Type::U32],
+        );
+        self.emit(I::I64Const(4 + 4 * captures.len() as i64));
+        let bytes = self.set_new_local(ValType::I64);
+        let (old, base, end) = self.heap_alloc(bytes, code);
+        self.emit(I::LocalGet(base));
+        self.emit(I::LocalGet(self.args_ptr));
+        self.emit(I::I32Store(mem(0, 2)));
+        for (k, (_, local, ty)) in scalars.iter().enumerate() {
+            self.emit(I::LocalGet(base));
+            self.emit(I::LocalGet(*local));
+            let m = mem(4 + 4 * k as u64, 2);
+            self.emit(if ty.is_float() {
+                I::F32Store(m)
+            } else {
+                I::I32Store(m)
+            });
+        }
+        for (k, b) in bufs.iter().enumerate() {
+            self.emit(I::LocalGet(base));
+            self.emit(I::LocalGet(b.base));
+            self.emit(I::I32Store(mem(4 + 4 * (scalars.len() + k) as u64, 2)));
+        }
+        self.emit(I::I32Const(task_index as i32));
+        self.emit(I::LocalGet(base));
+        self.expr(min)?;
+        self.expr(extent)?;
+        self.emit(I::Call(self.ctx.parallel_for));
+        let status = self.set_new_local(ValType::I32);
+        self.heap_free(old, end);
+        self.emit(I::LocalGet(status));
+        self.emit(I::If(BlockType::Empty));
+        self.emit(I::LocalGet(status));
+        self.emit(I::Return);
+        self.emit(I::End);
+        Ok(true)
+    }
+}
+
+/// Variable and buffer names a statement mentions.
+#[derive(Default)]
+struct NameCollector {
+    vars: BTreeSet<String>,
+    buffers: BTreeSet<String>,
+}
+
+impl Visitor for NameCollector {
+    fn visit_expr(&mut self, e: &Expr) {
+        match e.kind() {
+            ExprKind::Var(n) => {
+                self.vars.insert(n.clone());
+            }
+            ExprKind::Load { buffer, .. } => {
+                self.buffers.insert(buffer.clone());
+            }
+            _ => {}
+        }
+        walk_expr(self, e);
+    }
+    fn visit_stmt(&mut self, s: &Stmt) {
+        if let Stmt::Store { buffer, .. } = s {
+            self.buffers.insert(buffer.clone());
+        }
+        walk_stmt(self, s);
+    }
+}
+
+/// The largest number of arguments any check writes.
+fn max_assert_args(s: &Stmt) -> usize {
+    struct Max(usize);
+    impl Visitor for Max {
+        fn visit_stmt(&mut self, s: &Stmt) {
+            if let Stmt::Assert { args, .. } = s {
+                self.0 = self.0.max(args.len());
+            }
+            walk_stmt(self, s);
+        }
+    }
+    let mut m = Max(2);
+    m.visit_stmt(s);
+    m.0
+}
+
+pub(crate) fn compile_module(
+    module: &Module,
+    options: &CodegenOptions,
+) -> Result<CompiledModule, CodegenError> {
+    // Layout of the argument block.
+    let mut offset = 8u32;
+    let mut buffers = Vec::new();
+    for b in &module.buffers {
+        memory_type(b.ty.element())?;
+        buffers.push(BufferAbi {
+            name: b.name.clone(),
+            ty: b.ty,
+            dims: b.dims,
+            role: b.role,
+            offset,
+        });
+        offset += 4 + 12 * b.dims as u32;
+    }
+    let mut params = Vec::new();
+    for p in &module.params {
+        memory_type(p.ty)?;
+        params.push(ParamAbi {
+            name: p.name.clone(),
+            ty: p.ty,
+            offset,
+        });
+        offset += 4;
+    }
+    let error_args_offset = offset;
+    let max_error_args = max_assert_args(&module.body) as u32;
+    let args_size = (error_args_offset + 4 * max_error_args).div_ceil(16) * 16;
+
+    let body = if options.simd {
+        module.body.clone()
+    } else {
+        scalarize_stmt(&module.body)
+    };
+    let n_imports = if options.threads { 1 } else { 0 };
+    let mut ctx = Ctx {
+        options: *options,
+        asserts: Vec::new(),
+        tasks: Vec::new(),
+        error_args_offset,
+        parallel_for: 0,
+    };
+
+    // `body(args_ptr)`: binds the descriptor fields and runs the pipeline.
+    let body_fn = {
+        let mut f = FnBuilder::new(&mut ctx, 1, false);
+        f.args_ptr = 0;
+        for b in &buffers {
+            f.emit(I::LocalGet(0));
+            f.emit(I::I32Load(mem(b.offset as u64, 2)));
+            let base = f.set_new_local(ValType::I32);
+            f.buffers.push(BufBinding {
+                name: b.name.clone(),
+                base,
+                ty: b.ty.element(),
+            });
+            for d in 0..b.dims {
+                for (k, field) in ["min", "extent", "stride"].into_iter().enumerate() {
+                    f.emit(I::LocalGet(0));
+                    f.emit(I::I32Load(mem(
+                        (b.offset + 4 + 12 * d as u32 + 4 * k as u32) as u64,
+                        2,
+                    )));
+                    let local = f.set_new_local(ValType::I32);
+                    f.scopes.push((
+                        argent_ir::buffer_field(&b.name, field, d),
+                        Binding::Scalar {
+                            local,
+                            ty: Type::I32,
+                        },
+                    ));
+                }
+            }
+        }
+        for p in &params {
+            f.emit(I::LocalGet(0));
+            let m = mem(p.offset as u64, 2);
+            if p.ty.is_float() {
+                f.emit(I::F32Load(m));
+            } else {
+                f.emit(I::I32Load(m));
+                f.wrap(p.ty);
+            }
+            let local = f.set_new_local(val_type(p.ty)?);
+            f.scopes
+                .push((p.name.clone(), Binding::Scalar { local, ty: p.ty }));
+        }
+        f.stmt(&body)?;
+        f.emit(I::I32Const(0));
+        f.finish()
+    };
+    let run_index = n_imports;
+    let body_index = n_imports + 1;
+    // `run(args_ptr)`: restores the heap top whatever happens.
+    let run_fn = {
+        let mut f = Function::new_with_locals_types([ValType::I32, ValType::I32]);
+        f.instruction(&I::LocalGet(0));
+        f.instruction(&I::I32Load(mem(0, 2)));
+        f.instruction(&I::LocalSet(1));
+        f.instruction(&I::LocalGet(0));
+        f.instruction(&I::Call(body_index));
+        f.instruction(&I::LocalSet(2));
+        f.instruction(&I::LocalGet(0));
+        f.instruction(&I::LocalGet(1));
+        f.instruction(&I::I32Store(mem(0, 2)));
+        f.instruction(&I::LocalGet(2));
+        f.instruction(&I::End);
+        f
+    };
+
+    let mut types = TypeSection::new();
+    types.ty().function([ValType::I32], [ValType::I32]);
+    types
+        .ty()
+        .function([ValType::I32, ValType::I32], [ValType::I32]);
+    types.ty().function([ValType::I32; 4], [ValType::I32]);
+    let mut imports = ImportSection::new();
+    imports.import(
+        "env",
+        "memory",
+        EntityType::Memory(MemoryType {
+            minimum: 1,
+            maximum: options.threads.then_some(65536),
+            memory64: false,
+            shared: options.threads,
+            page_size_log2: None,
+        }),
+    );
+    if options.threads {
+        imports.import(
+            "env",
+            "parallel_for",
+            EntityType::Function(TYPE_PARALLEL_FOR),
+        );
+    }
+    let mut functions = FunctionSection::new();
+    functions.function(TYPE_RUN);
+    functions.function(TYPE_RUN);
+    for _ in &ctx.tasks {
+        functions.function(TYPE_TASK);
+    }
+    let mut exports = ExportSection::new();
+    exports.export("run", ExportKind::Func, run_index);
+    for (k, (info, _)) in ctx.tasks.iter().enumerate() {
+        exports.export(&info.export, ExportKind::Func, n_imports + 2 + k as u32);
+    }
+    let mut code = CodeSection::new();
+    code.function(&run_fn);
+    code.function(&body_fn);
+    for (_, f) in &ctx.tasks {
+        code.function(f);
+    }
+    let mut wasm = wasm_encoder::Module::new();
+    wasm.section(&types);
+    wasm.section(&imports);
+    wasm.section(&functions);
+    wasm.section(&exports);
+    wasm.section(&code);
+
+    Ok(CompiledModule {
+        bytes: wasm.finish(),
+        abi: Abi {
+            buffers,
+            params,
+            asserts: ctx.asserts,
+            tasks: ctx.tasks.into_iter().map(|(info, _)| info).collect(),
+            heap_top_offset: 0,
+            error_args_offset,
+            max_error_args,
+            args_size,
+            shared_memory: options.threads,
+        },
+    })
+}

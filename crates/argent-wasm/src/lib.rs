@@ -1,0 +1,262 @@
+//! Argent's CPU backend: turns a lowered [`argent_ir::Module`] into a fresh
+//! WebAssembly module (scalar code, or SIMD128 code for vector
+//! expressions), and describes the calling convention the runtime follows.
+//!
+//! # ABI
+//!
+//! The ABI below is the contract with the TypeScript runtime (and with the
+//! reference runtime in `tests/js/runtime.mjs`). Every offset the runtime
+//! needs is also given in [`Abi`], so the runtime never hard-codes them.
+//!
+//! ## Imports and exports
+//! - Import `env.memory`: the one linear memory. With
+//!   [`CodegenOptions::threads`] it is declared `shared` with a maximum of
+//!   65536 pages, so the runtime must create it as
+//!   `new WebAssembly.Memory({ initial, maximum, shared: true })`.
+//! - Import `env.parallel_for(task, closure, min, extent) -> i32` (only when
+//!   threads are on and the module has a parallel loop; see below).
+//! - Export `run(args_ptr: i32) -> i32`: runs the pipeline once. Returns 0
+//!   on success, or `k > 0` when check `k` failed: [`Abi::asserts`]`[k - 1]`
+//!   says which check it was, and the check's argument values were written
+//!   as `i32` words (f32 lanes as their bits) at
+//!   `args_ptr + `[`Abi::error_args_offset`].
+//! - Export `task_N(closure: i32, iteration: i32) -> i32` for each outlined
+//!   parallel loop body (`N` = task index, status as for `run`).
+//! - Negative statuses are the runtime's own (the reference runtime
+//!   reports a trap inside a task as -1); a trap in `run` itself (an
+//!   out-of-bounds access the checks did not cover) surfaces as a
+//!   `WebAssembly.RuntimeError`.
+//!
+//! ## The argument block at `args_ptr` (little-endian `i32` words, 16-byte aligned)
+//! - `+0` heap top: the first free byte after the caller's data. Intermediate
+//!   buffers are carved from `[heap top, memory end)`, growing the memory
+//!   with `memory.grow` when needed. `run` restores the word before it
+//!   returns (also on errors), so nothing leaks across runs.
+//! - `+4` reserved (0).
+//! - then for each buffer in `Module::buffers` order ([`BufferAbi::offset`]):
+//!   the byte address of element 0, then for each dimension `min`, `extent`,
+//!   `stride` (strides in elements). Index `i` of the flat IR lives at
+//!   `base + i * element_size`.
+//! - then each scalar parameter in `Module::params` order
+//!   ([`ParamAbi::offset`]), one word each: integers as `i32` (narrow types
+//!   are wrapped to their type by the generated code), `f32` as its bits,
+//!   bool as 0/1.
+//! - then the error-argument area ([`Abi::error_args_offset`],
+//!   [`Abi::max_error_args`] words).
+//!
+//! SIMD loads of interleaved data read up to 64 bytes past the last element
+//! they need, so the runtime leaves 64 readable bytes after every buffer.
+//!
+//! ## Intermediate buffers
+//! `Allocate` carves 16-byte-aligned blocks from the heap top word: a bump
+//! allocator whose frees follow the `Allocate` nesting (LIFO). A request
+//! that does not fit in 4 GiB, or that `memory.grow` cannot satisfy, fails
+//! the run with the synthetic check recorded for that `Allocate`
+//! ([`AssertInfo`] with kind `AllocationTooLarge`, args: requested bytes low
+//! and high words). With threads, the heap top is bumped with atomic
+//! compare-exchange; a block is given back only while it is still the top,
+//! so memory used inside one parallel loop is bounded by the sum of its
+//! iterations' allocations and is all reclaimed when `run` returns.
+//!
+//! ## Parallel loops (threads on)
+//! A `parallel` loop's body becomes `task_N`. The caller stores the loop
+//! body's free variables into a closure block carved from the heap
+//! (word 0: `args_ptr`; then one word per free scalar variable, in the order
+//! of [`TaskInfo::captures`]) and calls
+//! `env.parallel_for(N, closure, min, extent)`. The runtime must call
+//! `task_N(closure, i)` exactly once for every `i` in `[min, min + extent)`,
+//! in any order and on any threads sharing the memory, return only when
+//! all calls have returned, and return 0 or the status of a failed call.
+//! The reference protocol (tests/js/runtime.mjs): a control block in
+//! memory holds the job; the caller publishes it, bumps a generation word
+//! and `Atomics.notify`s the workers; every participant (caller included)
+//! claims chunks of iterations with `Atomics.add` on a shared counter; the
+//! caller then waits with `Atomics.wait` on a done counter (in the page
+//! the caller is the pipeline's driver worker, never the main thread).
+//! Parallel loops nested inside a task body are compiled as serial loops
+//! of that task, so `parallel_for` is only ever called from `run` and
+//! nested parallel loops cannot deadlock. A task body that captures a
+//! vector or 64-bit value runs serially instead of becoming a task.
+//!
+//! # Code generation
+//! Scalars live in `i32` (integers normalised: narrow unsigned types
+//! zero-extended, narrow signed types sign-extended, bools 0/1), `f32`,
+//! or `i64` (the u64 intermediates of `lerp`). Division never traps.
+//!
+//! With [`CodegenOptions::simd`], a vector of `n` lanes of `b` bits lives in
+//! `ceil(n * b / 128)` v128 locals (16 x u8, 8 x u16, 4 x i32/f32 per
+//! register); bool vectors are lane masks as wide as their use needs.
+//! Lowerings (each exact w.r.t. the scalar semantics, each tested):
+//! - dense loads/stores of stride-1 ramps (`v128.load/store`, 8/4-byte
+//!   `load64_zero`/`store64_lane` for half vectors), constant index
+//!   offsets folded into the memarg (unaligned stencil taps);
+//! - stride 2-4 loads (interleaved RGB/RGBA) as window loads plus an
+//!   `i8x16.shuffle` tree; shuffles in general through the same tree;
+//!   gathers and scattered stores lane by lane; broadcasts via `splat`;
+//! - `select` via `v128.bitselect`; widening/narrowing casts via
+//!   `extend_low/high` and `narrow_*_sat` (saturating casts from signed
+//!   sources map onto them directly, others clamp first);
+//! - patterns: `sat(wide(a) ± wide(b))` → `add_sat`/`sub_sat`;
+//!   `(wide(a) + wide(b) + 1) >> 1` (or `/ 2`) → `avgr_u`;
+//!   `sat_i16((i32(a) * i32(b) + 16384) >> 15)` → `q15mulr_sat_s`;
+//!   `wide(a) * wide(b)` → `extmul_low/high`; even/odd pair products →
+//!   `i32x4.dot_i16x8_s`; `abs`, `absd` (max - min), min/max, float
+//!   `pmin/pmax`; shifts and power-of-two division by constants as
+//!   shifts/masks; unsigned 8/16-bit division by other constants as a
+//!   multiply by a magic number (`extmul` + shift), signed as an exact f32
+//!   division;
+//! - anything else lane by lane (`extract_lane`/`replace_lane` around
+//!   scalar code), so every vector expression compiles.
+//!
+//! # Semantics
+//! Generated code follows the reference semantics of `argent_ir::module`
+//! exactly; the choices that file leaves open are:
+//! - shifts: a negative amount (signed types) shifts the other way; an
+//!   amount of at least the type's width gives 0 (`<<`, unsigned `>>`) or
+//!   the sign fill (signed `>>`);
+//! - float `min(a, b)` is `a < b ? a : b` and `max(a, b)` is `a > b ? a :
+//!   b` (as in `argent-interp`; SIMD uses `f32x4.pmin/pmax` with swapped
+//!   operands, which is the same); float `%` is `a - b * floor(a / b)`;
+//! - float to int saturates to the i32 range (u32 range for a u32 target),
+//!   truncates, then wraps; int to bool is `!= 0`, bool to int is 0/1;
+//!   `round` is half to even.
+//! - `select` with a memory read in a branch evaluates only the branch it
+//!   picks (scalar code); vector selects evaluate both sides, so lowering
+//!   must only vectorise loads that are in bounds.
+//! - `exp log pow sin cos tan atan2 lerp` are compiled through their
+//!   expansions in `argent_ir::math` when they reach the backend
+//!   unexpanded.
+
+mod emit;
+mod scalarize;
+mod simd;
+
+use argent_ir::{AssertKind, BufferRole, Module, Type};
+use std::fmt;
+
+pub use scalarize::{lane_of, scalarize_stmt};
+
+/// What the generated code may use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CodegenOptions {
+    /// Emit SIMD128 instructions for vector expressions. When false, vector
+    /// expressions are computed lane by lane with scalar instructions (for
+    /// engines where `WebAssembly.validate` of a SIMD probe fails).
+    pub simd: bool,
+    /// Shared memory, atomics, and parallel loops through
+    /// `env.parallel_for`. When false, parallel loops run serially.
+    pub threads: bool,
+}
+
+impl Default for CodegenOptions {
+    fn default() -> Self {
+        CodegenOptions {
+            simd: true,
+            threads: false,
+        }
+    }
+}
+
+/// Where one buffer's descriptor lives in the argument block.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BufferAbi {
+    pub name: String,
+    pub ty: Type,
+    pub dims: usize,
+    pub role: BufferRole,
+    /// Byte offset of the base-pointer word; `min`, `extent`, `stride` of
+    /// dimension `d` follow at `offset + 4 + 12 * d`, `+ 8 + 12 * d`,
+    /// `+ 12 + 12 * d`.
+    pub offset: u32,
+}
+
+/// Where one scalar parameter lives in the argument block.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ParamAbi {
+    pub name: String,
+    pub ty: Type,
+    pub offset: u32,
+}
+
+/// One run-time check; status `k` means `asserts[k - 1]` failed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AssertInfo {
+    pub kind: AssertKind,
+    /// The types of the values written to the error-argument area.
+    pub arg_types: Vec<Type>,
+}
+
+/// One outlined parallel loop body.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TaskInfo {
+    /// Export name (`task_N`).
+    pub export: String,
+    /// The loop variable.
+    pub loop_var: String,
+    /// Free variables stored in the closure after `args_ptr`, in order.
+    pub captures: Vec<String>,
+}
+
+/// The calling convention of one compiled module (see the crate docs).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Abi {
+    pub buffers: Vec<BufferAbi>,
+    pub params: Vec<ParamAbi>,
+    pub asserts: Vec<AssertInfo>,
+    pub tasks: Vec<TaskInfo>,
+    /// Byte offset of the heap-top word (always 0).
+    pub heap_top_offset: u32,
+    pub error_args_offset: u32,
+    pub max_error_args: u32,
+    /// Total size of the argument block in bytes (a multiple of 16).
+    pub args_size: u32,
+    /// Whether the memory import is shared (threads on).
+    pub shared_memory: bool,
+}
+
+/// A generated WebAssembly module and how to call it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CompiledModule {
+    pub bytes: Vec<u8>,
+    pub abi: Abi,
+}
+
+/// Why code generation failed. Lowering produces only modules this backend
+/// accepts, so every variant is a compiler bug, never a user error.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CodegenError {
+    /// A node that must not survive lowering (`Provide`, `Realize`, calls
+    /// to funcs or inputs, unexpanded transcendental intrinsics).
+    NotLowered(String),
+    /// A variable or buffer used outside its scope.
+    Unbound(String),
+    /// A type this backend does not support (e.g. 64-bit values).
+    UnsupportedType(String),
+    /// The emitted module failed validation (a backend bug).
+    Invalid(String),
+}
+
+impl fmt::Display for CodegenError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CodegenError::NotLowered(what) => write!(f, "not lowered: {what}"),
+            CodegenError::Unbound(name) => write!(f, "unbound name `{name}`"),
+            CodegenError::UnsupportedType(what) => write!(f, "unsupported type: {what}"),
+            CodegenError::Invalid(msg) => write!(f, "generated module is invalid: {msg}"),
+        }
+    }
+}
+
+impl std::error::Error for CodegenError {}
+
+/// Compiles a lowered module to WebAssembly and validates the result.
+pub fn compile(module: &Module, options: &CodegenOptions) -> Result<CompiledModule, CodegenError> {
+    let compiled = emit::compile_module(module, options)?;
+    let mut features = wasmparser::WasmFeatures::default();
+    features.set(wasmparser::WasmFeatures::SIMD, true);
+    features.set(wasmparser::WasmFeatures::THREADS, true);
+    wasmparser::Validator::new_with_features(features)
+        .validate_all(&compiled.bytes)
+        .map_err(|e| CodegenError::Invalid(e.to_string()))?;
+    Ok(compiled)
+}

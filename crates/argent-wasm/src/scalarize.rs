@@ -1,0 +1,211 @@
+//! Lane-by-lane rewriting of vector code: the scalar fallback used when
+//! SIMD is off and, per statement, when a vector shape has no SIMD
+//! lowering. A vector variable `v` becomes the scalar variables `v#0`,
+//! `v#1`, ...; the emitter resolves `v#i` either to such a scalar binding
+//! or to lane `i` of a vector binding named `v`.
+
+use argent_ir::{Expr, ExprKind, Stmt};
+
+/// The name of lane `lane` of vector variable `name`.
+pub(crate) fn lane_name(name: &str, lane: u16) -> String {
+    format!("{name}#{lane}")
+}
+
+/// The scalar expression computing lane `lane` of `e` (`e` itself when it
+/// is scalar).
+pub fn lane_of(e: &Expr, lane: u16) -> Expr {
+    let ty = e.ty();
+    if ty.is_scalar() {
+        return e.clone();
+    }
+    let elem = ty.element();
+    match e.kind() {
+        ExprKind::IntImm(_) | ExprKind::FloatImm(_) => Expr::new(elem, e.kind().clone()),
+        ExprKind::Var(name) => Expr::var(elem, lane_name(name, lane)),
+        ExprKind::Cast { value, saturating } => Expr::new(
+            elem,
+            ExprKind::Cast {
+                value: lane_of(value, lane),
+                saturating: *saturating,
+            },
+        ),
+        ExprKind::Unary { op, value } => Expr::new(
+            elem,
+            ExprKind::Unary {
+                op: *op,
+                value: lane_of(value, lane),
+            },
+        ),
+        ExprKind::Binary { op, a, b } => Expr::new(
+            elem,
+            ExprKind::Binary {
+                op: *op,
+                a: lane_of(a, lane),
+                b: lane_of(b, lane),
+            },
+        ),
+        ExprKind::Select {
+            cond,
+            then,
+            otherwise,
+        } => Expr::new(
+            elem,
+            ExprKind::Select {
+                cond: lane_of(cond, lane),
+                then: lane_of(then, lane),
+                otherwise: lane_of(otherwise, lane),
+            },
+        ),
+        ExprKind::Call { target, args } => Expr::new(
+            elem,
+            ExprKind::Call {
+                target: target.clone(),
+                args: args.iter().map(|a| lane_of(a, lane)).collect(),
+            },
+        ),
+        ExprKind::Let { name, value, body } => {
+            let (name, value) = if value.ty().is_vector() {
+                (lane_name(name, lane), lane_of(value, lane))
+            } else {
+                (name.clone(), value.clone())
+            };
+            Expr::new(
+                elem,
+                ExprKind::Let {
+                    name,
+                    value,
+                    body: lane_of(body, lane),
+                },
+            )
+        }
+        ExprKind::Load { buffer, index } => Expr::load(elem, buffer.clone(), lane_of(index, lane)),
+        ExprKind::Ramp {
+            base,
+            stride,
+            lanes: _,
+        } => {
+            let base_lanes = base.ty().lanes;
+            let inner = lane % base_lanes;
+            let step = (lane / base_lanes) as i64;
+            let base = lane_of(base, inner);
+            if step == 0 {
+                return base;
+            }
+            let stride = lane_of(stride, inner);
+            let scaled = Expr::mul(stride, Expr::constant(elem, step as f64));
+            Expr::add(base, scaled)
+        }
+        ExprKind::Broadcast { value, .. } => lane_of(value, lane % value.ty().lanes),
+        ExprKind::Shuffle { vectors, indices } => {
+            let mut pick = indices[lane as usize];
+            for v in vectors {
+                let lanes = v.ty().lanes as u32;
+                if pick < lanes {
+                    return lane_of(v, pick as u16);
+                }
+                pick -= lanes;
+            }
+            // Out-of-range shuffle indices are rejected by the IR verifier;
+            // lane 0 of the first vector keeps this total.
+            lane_of(&vectors[0], 0)
+        }
+    }
+}
+
+/// Rewrites every vector statement in `s` (stores, lets) into its lanes.
+pub fn scalarize_stmt(s: &Stmt) -> Stmt {
+    match s {
+        Stmt::LetStmt { name, value, body } if value.ty().is_vector() => {
+            let mut out = scalarize_stmt(body);
+            for lane in (0..value.ty().lanes).rev() {
+                out = Stmt::LetStmt {
+                    name: lane_name(name, lane),
+                    value: lane_of(value, lane),
+                    body: Box::new(out),
+                };
+            }
+            out
+        }
+        Stmt::LetStmt { name, value, body } => Stmt::LetStmt {
+            name: name.clone(),
+            value: value.clone(),
+            body: Box::new(scalarize_stmt(body)),
+        },
+        Stmt::Store {
+            buffer,
+            index,
+            value,
+        } if value.ty().is_vector() || index.ty().is_vector() => {
+            let lanes = value.ty().lanes.max(index.ty().lanes);
+            Stmt::Block(
+                (0..lanes)
+                    .map(|lane| Stmt::Store {
+                        buffer: buffer.clone(),
+                        index: lane_of(index, lane),
+                        value: lane_of(value, lane),
+                    })
+                    .collect(),
+            )
+        }
+        Stmt::Assert { cond, kind, args } => Stmt::Assert {
+            cond: cond.clone(),
+            kind: kind.clone(),
+            args: args.clone(),
+        },
+        Stmt::ProducerConsumer {
+            func,
+            producing,
+            body,
+        } => Stmt::ProducerConsumer {
+            func: func.clone(),
+            producing: *producing,
+            body: Box::new(scalarize_stmt(body)),
+        },
+        Stmt::For {
+            var,
+            min,
+            extent,
+            kind,
+            body,
+        } => Stmt::For {
+            var: var.clone(),
+            min: min.clone(),
+            extent: extent.clone(),
+            kind: *kind,
+            body: Box::new(scalarize_stmt(body)),
+        },
+        Stmt::Allocate {
+            buffer,
+            ty,
+            size,
+            body,
+        } => Stmt::Allocate {
+            buffer: buffer.clone(),
+            ty: *ty,
+            size: size.clone(),
+            body: Box::new(scalarize_stmt(body)),
+        },
+        Stmt::Realize {
+            func,
+            ty,
+            bounds,
+            body,
+        } => Stmt::Realize {
+            func: func.clone(),
+            ty: *ty,
+            bounds: bounds.clone(),
+            body: Box::new(scalarize_stmt(body)),
+        },
+        Stmt::Block(stmts) => Stmt::Block(stmts.iter().map(scalarize_stmt).collect()),
+        Stmt::IfThenElse {
+            cond,
+            then,
+            otherwise,
+        } => Stmt::IfThenElse {
+            cond: cond.clone(),
+            then: Box::new(scalarize_stmt(then)),
+            otherwise: otherwise.as_ref().map(|o| Box::new(scalarize_stmt(o))),
+        },
+        other => other.clone(),
+    }
+}

@@ -1,0 +1,1528 @@
+//! SIMD128 code generation for vector expressions.
+//!
+//! A vector of `n` lanes of `b` bits lives in `ceil(n * b / 128)` v128
+//! locals (see [`VecVal`]). Lanes hold exactly the type's bits, so 8- and
+//! 16-bit arithmetic wraps for free. Any node without a SIMD lowering is
+//! computed lane by lane with scalar code and packed with `replace_lane`,
+//! so every vector expression compiles; the patterns below only make the
+//! common shapes fast, and each one matches the scalar semantics exactly.
+
+use crate::CodegenError;
+use crate::emit::{Binding, FnBuilder, VecVal, mem};
+use crate::scalarize::lane_of;
+use argent_ir::{BinOp, CallTarget, Expr, ExprKind, Intrinsic, Type, UnaryOp};
+use wasm_encoder::{Instruction as I, ValType};
+
+/// Why a vector lowering did not happen.
+pub(crate) enum VErr {
+    /// No SIMD lowering for this shape: fall back to lanes.
+    Unsupported,
+    /// A real error (unbound name, ...).
+    Fatal(CodegenError),
+}
+
+impl From<CodegenError> for VErr {
+    fn from(e: CodegenError) -> Self {
+        VErr::Fatal(e)
+    }
+}
+
+type VResult<T> = Result<T, VErr>;
+
+fn lanes_per_part(bits: u8) -> u16 {
+    128 / bits as u16
+}
+
+fn layout_ok(lanes: u16, bits: u8) -> bool {
+    matches!(bits, 8 | 16 | 32) && {
+        let per = lanes_per_part(bits);
+        lanes.is_multiple_of(per) || lanes < per
+    }
+}
+
+fn part_count(lanes: u16, bits: u8) -> usize {
+    (lanes as usize * bits as usize).div_ceil(128)
+}
+
+/// A v128 constant with every `bits`-wide lane equal to `value`.
+fn splat_bits(bits: u8, value: i64) -> i128 {
+    let lanes: Vec<i64> = vec![value; lanes_per_part(bits) as usize];
+    pack(bits, &lanes)
+}
+
+fn pack(bits: u8, lanes: &[i64]) -> i128 {
+    let mut out: u128 = 0;
+    let mask: u128 = (1u128 << bits) - 1;
+    for (k, v) in lanes.iter().enumerate() {
+        out |= ((*v as u128) & mask) << (k * bits as usize);
+    }
+    out as i128
+}
+
+/// The constant-stride ramp `base + stride * [0..lanes)` if `e` is one.
+fn dense_or_strided(index: &Expr) -> Option<(Expr, i64)> {
+    if let ExprKind::Ramp { base, stride, .. } = index.kind()
+        && base.ty().is_scalar()
+        && let Some(s) = stride.as_int()
+    {
+        return Some((base.clone(), s));
+    }
+    None
+}
+
+/// `base + c`, without a useless `+ 0`.
+fn offset_index(base: &Expr, c: i64) -> Expr {
+    if c == 0 {
+        base.clone()
+    } else {
+        Expr::add(base.clone(), Expr::i32(c))
+    }
+}
+
+/// `Broadcast(IntImm c)` (or a vector constant) as `c`.
+fn broadcast_const(e: &Expr) -> Option<i64> {
+    match e.kind() {
+        ExprKind::Broadcast { value, .. } => value.as_int(),
+        ExprKind::IntImm(v) => Some(*v),
+        _ => None,
+    }
+}
+
+/// `value` if `e` is an exact widening cast of it to a type at least twice
+/// as wide.
+fn exact_widening(e: &Expr) -> Option<&Expr> {
+    if let ExprKind::Cast { value, .. } = e.kind() {
+        let (from, to) = (value.ty().element(), e.ty().element());
+        if from.is_integer()
+            && to.is_integer()
+            && to.bits >= 2 * from.bits
+            && Type::can_represent(to, from)
+        {
+            return Some(value);
+        }
+    }
+    None
+}
+
+impl FnBuilder<'_> {
+    fn v128_local(&mut self) -> u32 {
+        self.local(ValType::V128)
+    }
+
+    fn const_part(&mut self, value: i128) -> u32 {
+        self.emit(I::V128Const(value));
+        let l = self.v128_local();
+        self.emit(I::LocalSet(l));
+        l
+    }
+
+    /// Applies a unary v128 instruction to every part.
+    fn map1(&mut self, a: &VecVal, op: I<'static>, lane_bits: u8) -> VecVal {
+        let parts = a
+            .parts
+            .iter()
+            .map(|&p| {
+                self.emit(I::LocalGet(p));
+                self.emit(op.clone());
+                let l = self.v128_local();
+                self.emit(I::LocalSet(l));
+                l
+            })
+            .collect();
+        VecVal {
+            parts,
+            lane_bits,
+            lanes: a.lanes,
+        }
+    }
+
+    /// Applies a binary v128 instruction part by part.
+    fn map2(&mut self, a: &VecVal, b: &VecVal, op: I<'static>) -> VecVal {
+        let parts = a
+            .parts
+            .iter()
+            .zip(&b.parts)
+            .map(|(&pa, &pb)| {
+                self.emit(I::LocalGet(pa));
+                self.emit(I::LocalGet(pb));
+                self.emit(op.clone());
+                let l = self.v128_local();
+                self.emit(I::LocalSet(l));
+                l
+            })
+            .collect();
+        VecVal {
+            parts,
+            lane_bits: a.lane_bits,
+            lanes: a.lanes,
+        }
+    }
+
+    /// Applies a shift-like instruction `(v128, i32) -> v128` to every part.
+    fn map_shift(&mut self, a: &VecVal, op: I<'static>, amount: i32) -> VecVal {
+        let parts = a
+            .parts
+            .iter()
+            .map(|&p| {
+                self.emit(I::LocalGet(p));
+                self.emit(I::I32Const(amount));
+                self.emit(op.clone());
+                let l = self.v128_local();
+                self.emit(I::LocalSet(l));
+                l
+            })
+            .collect();
+        VecVal {
+            parts,
+            lane_bits: a.lane_bits,
+            lanes: a.lanes,
+        }
+    }
+
+    fn with_const(&mut self, a: &VecVal, value: i64, op: I<'static>) -> VecVal {
+        let c = self.const_part(splat_bits(a.lane_bits, value));
+        let cv = VecVal {
+            parts: vec![c; a.parts.len()],
+            lane_bits: a.lane_bits,
+            lanes: a.lanes,
+        };
+        self.map2(a, &cv, op)
+    }
+
+    /// Pushes lane `lane` of `v` as a scalar of type `ty`.
+    pub(crate) fn extract_lane(&mut self, v: &VecVal, lane: u16, ty: Type) {
+        let per = lanes_per_part(v.lane_bits);
+        let part = v.parts[(lane / per) as usize];
+        let k = (lane % per) as u8;
+        self.emit(I::LocalGet(part));
+        let signed = ty.is_int();
+        match (v.lane_bits, ty.is_float()) {
+            (32, true) => self.emit(I::F32x4ExtractLane(k)),
+            (32, false) => self.emit(I::I32x4ExtractLane(k)),
+            (16, _) if signed => self.emit(I::I16x8ExtractLaneS(k)),
+            (16, _) => self.emit(I::I16x8ExtractLaneU(k)),
+            (_, _) if signed => self.emit(I::I8x16ExtractLaneS(k)),
+            _ => self.emit(I::I8x16ExtractLaneU(k)),
+        }
+        if ty.is_bool() {
+            self.emit(I::I32Const(0));
+            self.emit(I::I32Ne);
+        }
+    }
+
+    fn replace_lane_instr(bits: u8, float: bool, k: u8) -> I<'static> {
+        match (bits, float) {
+            (32, true) => I::F32x4ReplaceLane(k),
+            (32, false) => I::I32x4ReplaceLane(k),
+            (16, _) => I::I16x8ReplaceLane(k),
+            _ => I::I8x16ReplaceLane(k),
+        }
+    }
+
+    /// Builds a vector from per-lane scalar code (`push` pushes lane `i`).
+    fn build_lanes(
+        &mut self,
+        ty: Type,
+        bits: u8,
+        mut push: impl FnMut(&mut Self, u16) -> Result<(), CodegenError>,
+    ) -> VResult<VecVal> {
+        let per = lanes_per_part(bits);
+        let n = part_count(ty.lanes, bits);
+        let parts: Vec<u32> = (0..n).map(|_| self.const_part(0)).collect();
+        for lane in 0..ty.lanes {
+            let part = parts[(lane / per) as usize];
+            self.emit(I::LocalGet(part));
+            push(self, lane)?;
+            if ty.is_bool() {
+                // 0/1 to an all-ones mask.
+                let t = self.set_new_local(ValType::I32);
+                self.emit(I::I32Const(0));
+                self.emit(I::LocalGet(t));
+                self.emit(I::I32Sub);
+            }
+            self.emit(Self::replace_lane_instr(
+                bits,
+                ty.is_float(),
+                (lane % per) as u8,
+            ));
+            self.emit(I::LocalSet(part));
+        }
+        Ok(VecVal {
+            parts,
+            lane_bits: bits,
+            lanes: ty.lanes,
+        })
+    }
+
+    /// Computes `e` lane by lane with scalar code.
+    fn lanewise(&mut self, e: &Expr, bits: u8) -> VResult<VecVal> {
+        self.build_lanes(e.ty(), bits, |s, lane| s.expr(&lane_of(e, lane)))
+    }
+
+    /// Any vector expression, bool vectors as 8-bit masks.
+    pub(crate) fn vexpr_any(&mut self, e: &Expr) -> VResult<VecVal> {
+        let hint = if e.ty().is_bool() { 8 } else { e.ty().bits };
+        self.vexpr(e, hint)
+    }
+
+    /// Computes vector `e`; bool vectors come out as masks `mask_bits` wide.
+    pub(crate) fn vexpr(&mut self, e: &Expr, mask_bits: u8) -> VResult<VecVal> {
+        let ty = e.ty();
+        let bits = if ty.is_bool() { mask_bits } else { ty.bits };
+        if !layout_ok(ty.lanes, bits) || (ty.is_float() && ty.bits != 32) {
+            return Err(VErr::Unsupported);
+        }
+        if ty.is_scalar() {
+            return Err(VErr::Unsupported);
+        }
+        let mark = self.code.len();
+        let v = match self.vexpr_node(e, mask_bits) {
+            Ok(v) => v,
+            Err(VErr::Unsupported) => {
+                self.code.truncate(mark);
+                self.lanewise(e, bits)?
+            }
+            Err(fatal) => return Err(fatal),
+        };
+        if ty.is_bool() && v.lane_bits != mask_bits {
+            return self.mask_convert(&v, mask_bits);
+        }
+        Ok(v)
+    }
+
+    /// Changes the lane width of a mask vector.
+    fn mask_convert(&mut self, v: &VecVal, to: u8) -> VResult<VecVal> {
+        if !layout_ok(v.lanes, to) {
+            return Err(VErr::Unsupported);
+        }
+        let mut v = v.clone();
+        while v.lane_bits < to {
+            v = self.widen2(&v, true);
+        }
+        while v.lane_bits > to {
+            v = self.narrow2(&v, Narrow::SignedToSigned);
+        }
+        Ok(v)
+    }
+
+    /// Doubles the lane width (sign- or zero-extending).
+    fn widen2(&mut self, v: &VecVal, signed: bool) -> VecVal {
+        let out_bits = v.lane_bits * 2;
+        let per_in = lanes_per_part(v.lane_bits);
+        let per_out = lanes_per_part(out_bits);
+        let n = part_count(v.lanes, out_bits);
+        let mut parts = Vec::new();
+        for j in 0..n {
+            let start = j as u16 * per_out;
+            let src = v.parts[(start / per_in) as usize];
+            let high = !start.is_multiple_of(per_in);
+            self.emit(I::LocalGet(src));
+            self.emit(match (v.lane_bits, high, signed) {
+                (8, false, true) => I::I16x8ExtendLowI8x16S,
+                (8, true, true) => I::I16x8ExtendHighI8x16S,
+                (8, false, false) => I::I16x8ExtendLowI8x16U,
+                (8, true, false) => I::I16x8ExtendHighI8x16U,
+                (_, false, true) => I::I32x4ExtendLowI16x8S,
+                (_, true, true) => I::I32x4ExtendHighI16x8S,
+                (_, false, false) => I::I32x4ExtendLowI16x8U,
+                (_, true, false) => I::I32x4ExtendHighI16x8U,
+            });
+            let l = self.v128_local();
+            self.emit(I::LocalSet(l));
+            parts.push(l);
+        }
+        VecVal {
+            parts,
+            lane_bits: out_bits,
+            lanes: v.lanes,
+        }
+    }
+
+    /// Halves the lane width.
+    fn narrow2(&mut self, v: &VecVal, how: Narrow) -> VecVal {
+        let out_bits = v.lane_bits / 2;
+        let src = if how == Narrow::Wrap {
+            let mask = (1i64 << out_bits) - 1;
+            self.with_const(v, mask, I::V128And)
+        } else {
+            v.clone()
+        };
+        let n = part_count(v.lanes, out_bits);
+        let mut parts = Vec::new();
+        for j in 0..n {
+            let a = src.parts[2 * j];
+            let b = *src.parts.get(2 * j + 1).unwrap_or(&a);
+            self.emit(I::LocalGet(a));
+            self.emit(I::LocalGet(b));
+            self.emit(match (v.lane_bits, how) {
+                (16, Narrow::SignedToSigned) => I::I8x16NarrowI16x8S,
+                (16, _) => I::I8x16NarrowI16x8U,
+                (_, Narrow::SignedToSigned) => I::I16x8NarrowI32x4S,
+                (_, _) => I::I16x8NarrowI32x4U,
+            });
+            let l = self.v128_local();
+            self.emit(I::LocalSet(l));
+            parts.push(l);
+        }
+        VecVal {
+            parts,
+            lane_bits: out_bits,
+            lanes: v.lanes,
+        }
+    }
+
+    fn splat_scalar(&mut self, value: &Expr, lanes: u16, bits: u8) -> VResult<VecVal> {
+        self.expr(value)?;
+        if value.ty().is_bool() {
+            let t = self.set_new_local(ValType::I32);
+            self.emit(I::I32Const(0));
+            self.emit(I::LocalGet(t));
+            self.emit(I::I32Sub);
+        }
+        self.emit(match (bits, value.ty().is_float()) {
+            (32, true) => I::F32x4Splat,
+            (32, false) => I::I32x4Splat,
+            (16, _) => I::I16x8Splat,
+            _ => I::I8x16Splat,
+        });
+        let l = self.v128_local();
+        self.emit(I::LocalSet(l));
+        Ok(VecVal {
+            parts: vec![l; part_count(lanes, bits)],
+            lane_bits: bits,
+            lanes,
+        })
+    }
+
+    fn vexpr_node(&mut self, e: &Expr, mask_bits: u8) -> VResult<VecVal> {
+        let ty = e.ty();
+        let elem = ty.element();
+        let bits = if ty.is_bool() { mask_bits } else { ty.bits };
+        match e.kind() {
+            ExprKind::Var(name) => match self.lookup(name).cloned() {
+                Some(Binding::Vector(v)) => Ok(v),
+                Some(Binding::Lanes { locals, .. }) => self.build_lanes(ty, bits, |s, lane| {
+                    s.emit(I::LocalGet(locals[lane as usize]));
+                    Ok(())
+                }),
+                _ => Err(VErr::Fatal(CodegenError::Unbound(name.clone()))),
+            },
+            ExprKind::Broadcast { value, lanes } if value.ty().is_scalar() => {
+                self.splat_scalar(value, *lanes, bits)
+            }
+            ExprKind::Ramp {
+                base,
+                stride,
+                lanes,
+            } if base.ty().is_scalar() && elem.is_integer() => {
+                let b = self.splat_scalar(base, *lanes, bits)?;
+                let per = lanes_per_part(bits);
+                let mut parts = Vec::new();
+                let steps = |j: usize| -> Vec<i64> {
+                    (0..per).map(|k| j as i64 * per as i64 + k as i64).collect()
+                };
+                let add = int_instr(BinOp::Add, bits, false).unwrap();
+                let mul = int_instr(BinOp::Mul, bits, false);
+                let stride_vec = match stride.as_int() {
+                    Some(_) => None,
+                    None => Some(self.splat_scalar(stride, *lanes, bits)?),
+                };
+                for j in 0..b.parts.len() {
+                    self.emit(I::LocalGet(b.parts[j]));
+                    match (&stride_vec, stride.as_int()) {
+                        (None, Some(s)) => {
+                            let c: Vec<i64> = steps(j).iter().map(|k| k * s).collect();
+                            self.emit(I::V128Const(pack(bits, &c)));
+                        }
+                        (Some(sv), _) => {
+                            let Some(mul) = mul.clone() else {
+                                return Err(VErr::Unsupported);
+                            };
+                            self.emit(I::LocalGet(sv.parts[0]));
+                            self.emit(I::V128Const(pack(bits, &steps(j))));
+                            self.emit(mul);
+                        }
+                        _ => unreachable!(),
+                    }
+                    self.emit(add.clone());
+                    let l = self.v128_local();
+                    self.emit(I::LocalSet(l));
+                    parts.push(l);
+                }
+                Ok(VecVal {
+                    parts,
+                    lane_bits: bits,
+                    lanes: *lanes,
+                })
+            }
+            ExprKind::Cast { value, saturating } => self.vcast(e, value, *saturating, mask_bits),
+            ExprKind::Unary { op, value } => {
+                let v = self.vexpr(value, mask_bits)?;
+                Ok(match op {
+                    UnaryOp::Not | UnaryOp::BitNot => self.map1(&v, I::V128Not, v.lane_bits),
+                    UnaryOp::Neg => {
+                        let i = match (bits, ty.is_float()) {
+                            (32, true) => I::F32x4Neg,
+                            (32, false) => I::I32x4Neg,
+                            (16, _) => I::I16x8Neg,
+                            _ => I::I8x16Neg,
+                        };
+                        self.map1(&v, i, bits)
+                    }
+                })
+            }
+            ExprKind::Binary { op, a, b } => self.vbinary(e, *op, a, b, mask_bits),
+            ExprKind::Select {
+                cond,
+                then,
+                otherwise,
+            } => {
+                let t = self.vexpr(then, mask_bits)?;
+                let o = self.vexpr(otherwise, mask_bits)?;
+                if cond.ty().is_scalar() {
+                    self.expr(cond)?;
+                    let c = self.set_new_local(ValType::I32);
+                    let parts = t
+                        .parts
+                        .iter()
+                        .zip(&o.parts)
+                        .map(|(&pt, &po)| {
+                            self.emit(I::LocalGet(pt));
+                            self.emit(I::LocalGet(po));
+                            self.emit(I::LocalGet(c));
+                            self.emit(I::Select);
+                            let l = self.v128_local();
+                            self.emit(I::LocalSet(l));
+                            l
+                        })
+                        .collect();
+                    return Ok(VecVal { parts, ..t });
+                }
+                let c = self.vexpr(cond, t.lane_bits)?;
+                let parts = (0..t.parts.len())
+                    .map(|j| {
+                        self.emit(I::LocalGet(t.parts[j]));
+                        self.emit(I::LocalGet(o.parts[j]));
+                        self.emit(I::LocalGet(c.parts[j]));
+                        self.emit(I::V128Bitselect);
+                        let l = self.v128_local();
+                        self.emit(I::LocalSet(l));
+                        l
+                    })
+                    .collect();
+                Ok(VecVal { parts, ..t })
+            }
+            ExprKind::Call {
+                target: CallTarget::Intrinsic(intrinsic),
+                args,
+            } => self.vintrinsic(*intrinsic, args, ty, mask_bits),
+            ExprKind::Let { name, value, body } => {
+                let binding = if value.ty().is_vector() {
+                    Binding::Vector(self.vexpr_any(value)?)
+                } else {
+                    self.expr(value)?;
+                    let vt = crate::emit::val_type(value.ty())?;
+                    Binding::Scalar {
+                        local: self.set_new_local(vt),
+                        ty: value.ty(),
+                    }
+                };
+                self.scopes.push((name.clone(), binding));
+                let r = self.vexpr(body, mask_bits);
+                self.scopes.pop();
+                r
+            }
+            ExprKind::Load { buffer, index } => self.vload(e, buffer, index, mask_bits),
+            ExprKind::Shuffle { vectors, indices } => {
+                let srcs: Vec<VecVal> = vectors
+                    .iter()
+                    .map(|v| self.vexpr(v, mask_bits))
+                    .collect::<VResult<_>>()?;
+                // Every source must use the same lane width.
+                if srcs.iter().any(|s| s.lane_bits != bits) {
+                    return Err(VErr::Unsupported);
+                }
+                let per = lanes_per_part(bits) as usize;
+                let mut regs = Vec::new();
+                let mut lane_src = Vec::new();
+                for s in &srcs {
+                    for lane in 0..s.lanes as usize {
+                        lane_src.push((regs.len() + lane / per, (lane % per) as u8));
+                    }
+                    regs.extend(&s.parts);
+                }
+                let n = part_count(ty.lanes, bits);
+                let bytes = bits as usize / 8;
+                let mut parts = Vec::new();
+                for j in 0..n {
+                    let mut picks = [None; 16];
+                    for k in 0..per {
+                        let lane = j * per + k;
+                        if lane >= indices.len() {
+                            break;
+                        }
+                        let Some(&(reg, l)) = lane_src.get(indices[lane] as usize) else {
+                            return Err(VErr::Unsupported);
+                        };
+                        for byte in 0..bytes {
+                            picks[k * bytes + byte] = Some((reg, l * bytes as u8 + byte as u8));
+                        }
+                    }
+                    parts.push(self.gather_bytes(&regs, &picks));
+                }
+                Ok(VecVal {
+                    parts,
+                    lane_bits: bits,
+                    lanes: ty.lanes,
+                })
+            }
+            _ => Err(VErr::Unsupported),
+        }
+    }
+
+    /// Builds one register whose byte `i` is byte `picks[i].1` of register
+    /// `picks[i].0` (don't-care where `None`), with a tree of shuffles.
+    fn gather_bytes(&mut self, regs: &[u32], picks: &[Option<(usize, u8)>; 16]) -> u32 {
+        // The identity pick of one register needs no instruction.
+        if let Some(Some((r0, _))) = picks.first()
+            && picks
+                .iter()
+                .enumerate()
+                .all(|(i, p)| p.is_none() || *p == Some((*r0, i as u8)))
+        {
+            return regs[*r0];
+        }
+        let mut used: Vec<usize> = picks.iter().flatten().map(|(r, _)| *r).collect();
+        used.sort();
+        used.dedup();
+        // First level: pairs of source registers.
+        let mut partials: Vec<(u32, [bool; 16])> = Vec::new();
+        for pair in used.chunks(2) {
+            let (ra, rb) = (pair[0], *pair.get(1).unwrap_or(&pair[0]));
+            let mut lanes = [0u8; 16];
+            let mut covered = [false; 16];
+            for (i, p) in picks.iter().enumerate() {
+                match p {
+                    Some((r, b)) if *r == ra => {
+                        lanes[i] = *b;
+                        covered[i] = true;
+                    }
+                    Some((r, b)) if *r == rb => {
+                        lanes[i] = 16 + *b;
+                        covered[i] = true;
+                    }
+                    _ => {}
+                }
+            }
+            self.emit(I::LocalGet(regs[ra]));
+            self.emit(I::LocalGet(regs[rb]));
+            self.emit(I::I8x16Shuffle(lanes));
+            let l = self.v128_local();
+            self.emit(I::LocalSet(l));
+            partials.push((l, covered));
+        }
+        // Then merge partial results pairwise.
+        while partials.len() > 1 {
+            let mut next = Vec::new();
+            for pair in partials.chunks(2) {
+                if pair.len() == 1 {
+                    next.push(pair[0]);
+                    continue;
+                }
+                let ((pa, ca), (pb, cb)) = (pair[0], pair[1]);
+                let mut lanes = [0u8; 16];
+                let mut covered = [false; 16];
+                for i in 0..16 {
+                    if ca[i] {
+                        lanes[i] = i as u8;
+                        covered[i] = true;
+                    } else if cb[i] {
+                        lanes[i] = 16 + i as u8;
+                        covered[i] = true;
+                    }
+                }
+                self.emit(I::LocalGet(pa));
+                self.emit(I::LocalGet(pb));
+                self.emit(I::I8x16Shuffle(lanes));
+                let l = self.v128_local();
+                self.emit(I::LocalSet(l));
+                next.push((l, covered));
+            }
+            partials = next;
+        }
+        partials[0].0
+    }
+
+    fn vload(&mut self, e: &Expr, buffer: &str, index: &Expr, mask_bits: u8) -> VResult<VecVal> {
+        let buf = self.buffer(buffer)?;
+        let ty = e.ty();
+        let elem_bits = if buf.ty.is_bool() { 8 } else { buf.ty.bits };
+        let bytes = elem_bits as usize / 8;
+        if !layout_ok(ty.lanes, elem_bits) {
+            return Err(VErr::Unsupported);
+        }
+        let per = lanes_per_part(elem_bits) as usize;
+        let n = part_count(ty.lanes, elem_bits);
+        let mut parts = Vec::new();
+        match dense_or_strided(index) {
+            Some((base, 1)) => {
+                for j in 0..n {
+                    let lanes_here = (ty.lanes as usize - j * per).min(per);
+                    let idx = offset_index(&base, (j * per) as i64);
+                    let offset = self.address(&buf, &idx)?;
+                    self.emit(match lanes_here * bytes {
+                        16 => I::V128Load(mem(offset, 0)),
+                        8 => I::V128Load64Zero(mem(offset, 0)),
+                        4 => I::V128Load32Zero(mem(offset, 0)),
+                        _ => return Err(VErr::Unsupported),
+                    });
+                    let l = self.v128_local();
+                    self.emit(I::LocalSet(l));
+                    parts.push(l);
+                }
+            }
+            // Interleaved data (RGBA and friends): load the window and
+            // pick every k-th element with shuffles.
+            Some((base, k @ 2..=4)) => {
+                let k = k as usize;
+                for j in 0..n {
+                    let lanes_here = (ty.lanes as usize - j * per).min(per);
+                    let idx = offset_index(&base, (j * per * k) as i64);
+                    let offset = self.address(&buf, &idx)?;
+                    let addr = self.set_new_local(ValType::I32);
+                    let window = ((lanes_here - 1) * k + 1) * bytes;
+                    let regs: Vec<u32> = (0..window.div_ceil(16))
+                        .map(|w| {
+                            self.emit(I::LocalGet(addr));
+                            self.emit(I::V128Load(mem(offset + 16 * w as u64, 0)));
+                            let l = self.v128_local();
+                            self.emit(I::LocalSet(l));
+                            l
+                        })
+                        .collect();
+                    let mut picks = [None; 16];
+                    for lane in 0..lanes_here {
+                        for byte in 0..bytes {
+                            let p = lane * k * bytes + byte;
+                            picks[lane * bytes + byte] = Some((p / 16, (p % 16) as u8));
+                        }
+                    }
+                    parts.push(self.gather_bytes(&regs, &picks));
+                }
+            }
+            _ => {
+                if let ExprKind::Broadcast { value, lanes } = index.kind()
+                    && value.ty().is_scalar()
+                {
+                    let scalar = Expr::load(buf.ty, buffer, value.clone());
+                    let v = self.splat_scalar(&scalar, *lanes, elem_bits)?;
+                    return self.finish_load(v, buf.ty, mask_bits);
+                }
+                // A gather: vector indices, scalar loads.
+                let idx = self.vexpr(index, 32)?;
+                if idx.lane_bits != 32 {
+                    return Err(VErr::Unsupported);
+                }
+                let load_ty = if buf.ty.is_bool() { Type::U8 } else { buf.ty };
+                let v = self.build_lanes(load_ty.with_lanes(ty.lanes), elem_bits, |s, lane| {
+                    s.emit(I::LocalGet(buf.base));
+                    s.extract_lane(&idx, lane, Type::I32);
+                    let shift = bytes.trailing_zeros() as i32;
+                    if shift > 0 {
+                        s.emit(I::I32Const(shift));
+                        s.emit(I::I32Shl);
+                    }
+                    s.emit(I::I32Add);
+                    s.load_scalar(load_ty, 0);
+                    Ok(())
+                })?;
+                return self.finish_load(v, buf.ty, mask_bits);
+            }
+        }
+        let v = VecVal {
+            parts,
+            lane_bits: elem_bits,
+            lanes: ty.lanes,
+        };
+        self.finish_load(v, buf.ty, mask_bits)
+    }
+
+    /// Turns loaded bool bytes (0/1) into masks.
+    fn finish_load(&mut self, v: VecVal, elem: Type, mask_bits: u8) -> VResult<VecVal> {
+        if !elem.is_bool() {
+            return Ok(v);
+        }
+        let m = self.with_const(&v, 0, I::I8x16Ne);
+        self.mask_convert(&m, mask_bits)
+    }
+
+    /// Stores a vector; dense ramps become v128 stores.
+    pub(crate) fn vstore(&mut self, buffer: &str, index: &Expr, value: &Expr) -> VResult<()> {
+        let buf = self.buffer(buffer)?;
+        let lanes = value.ty().lanes;
+        if index.ty().lanes != lanes {
+            return Err(VErr::Unsupported);
+        }
+        let mut v = self.vexpr(value, 8)?;
+        if buf.ty.is_bool() {
+            v = self.with_const(&v, 1, I::V128And);
+        }
+        let bytes = v.lane_bits as usize / 8;
+        if bytes != buf.ty.bytes() {
+            return Err(VErr::Unsupported);
+        }
+        let per = lanes_per_part(v.lane_bits) as usize;
+        if let Some((base, 1)) = dense_or_strided(index) {
+            for (j, &part) in v.parts.iter().enumerate() {
+                let lanes_here = (lanes as usize - j * per).min(per);
+                let idx = offset_index(&base, (j * per) as i64);
+                let offset = self.address(&buf, &idx)?;
+                self.emit(I::LocalGet(part));
+                self.emit(match lanes_here * bytes {
+                    16 => I::V128Store(mem(offset, 0)),
+                    8 => I::V128Store64Lane {
+                        memarg: mem(offset, 0),
+                        lane: 0,
+                    },
+                    4 => I::V128Store32Lane {
+                        memarg: mem(offset, 0),
+                        lane: 0,
+                    },
+                    _ => return Err(VErr::Unsupported),
+                });
+            }
+            return Ok(());
+        }
+        // Scattered or strided: one scalar store per lane, values taken
+        // from the registers.
+        let store_ty = if buf.ty.is_bool() { Type::U8 } else { buf.ty };
+        for lane in 0..lanes {
+            let offset = self.address(&buf, &lane_of(index, lane))?;
+            self.extract_lane(&v, lane, store_ty);
+            self.store_scalar(store_ty, offset);
+        }
+        Ok(())
+    }
+
+    fn vintrinsic(
+        &mut self,
+        intrinsic: Intrinsic,
+        args: &[Expr],
+        ty: Type,
+        mask_bits: u8,
+    ) -> VResult<VecVal> {
+        let arg_ty = args[0].ty().element();
+        let float = arg_ty.is_float();
+        match intrinsic {
+            Intrinsic::Likely => self.vexpr(&args[0], mask_bits),
+            Intrinsic::Reinterpret if ty.bits == arg_ty.bits => {
+                let v = self.vexpr(&args[0], mask_bits)?;
+                Ok(v)
+            }
+            Intrinsic::Sqrt
+            | Intrinsic::Floor
+            | Intrinsic::Ceil
+            | Intrinsic::Trunc
+            | Intrinsic::Round
+                if float =>
+            {
+                let v = self.vexpr(&args[0], 32)?;
+                let i = match intrinsic {
+                    Intrinsic::Sqrt => I::F32x4Sqrt,
+                    Intrinsic::Floor => I::F32x4Floor,
+                    Intrinsic::Ceil => I::F32x4Ceil,
+                    Intrinsic::Trunc => I::F32x4Trunc,
+                    _ => I::F32x4Nearest,
+                };
+                Ok(self.map1(&v, i, 32))
+            }
+            Intrinsic::IsNan if float => {
+                let v = self.vexpr(&args[0], 32)?;
+                Ok(self.map2(&v, &v, I::F32x4Ne))
+            }
+            Intrinsic::Abs => {
+                let v = self.vexpr(&args[0], 32)?;
+                if arg_ty.is_uint() {
+                    return Ok(v);
+                }
+                let i = match (arg_ty.bits, float) {
+                    (32, true) => I::F32x4Abs,
+                    (32, false) => I::I32x4Abs,
+                    (16, _) => I::I16x8Abs,
+                    _ => I::I8x16Abs,
+                };
+                Ok(self.map1(&v, i, v.lane_bits))
+            }
+            Intrinsic::Absd => {
+                let a = self.vexpr(&args[0], 32)?;
+                let b = self.vexpr(&args[1], 32)?;
+                if float {
+                    let d = self.map2(&a, &b, I::F32x4Sub);
+                    return Ok(self.map1(&d, I::F32x4Abs, 32));
+                }
+                let signed = arg_ty.is_int();
+                let bits = arg_ty.bits;
+                let hi = self.map2(&a, &b, minmax_instr(false, bits, signed));
+                let lo = self.map2(&a, &b, minmax_instr(true, bits, signed));
+                Ok(self.map2(&hi, &lo, int_instr(BinOp::Sub, bits, false).unwrap()))
+            }
+            _ => Err(VErr::Unsupported),
+        }
+    }
+
+    fn vbinary(
+        &mut self,
+        e: &Expr,
+        op: BinOp,
+        a: &Expr,
+        b: &Expr,
+        mask_bits: u8,
+    ) -> VResult<VecVal> {
+        let t = a.ty().element();
+        let float = t.is_float();
+        let signed = t.is_int();
+        let bits = if t.is_bool() { mask_bits } else { t.bits };
+        // Widening multiply: extmul.
+        if op == BinOp::Mul
+            && let (Some(x), Some(y)) = (exact_widening(a), exact_widening(b))
+            && x.ty() == y.ty()
+            && t.bits == 2 * x.ty().bits
+            && x.ty().bits <= 16
+        {
+            let xv = self.vexpr(x, 8)?;
+            let yv = self.vexpr(y, 8)?;
+            let s = x.ty().is_int();
+            let (low, high) = match (x.ty().bits, s) {
+                (8, true) => (I::I16x8ExtMulLowI8x16S, I::I16x8ExtMulHighI8x16S),
+                (8, false) => (I::I16x8ExtMulLowI8x16U, I::I16x8ExtMulHighI8x16U),
+                (_, true) => (I::I32x4ExtMulLowI16x8S, I::I32x4ExtMulHighI16x8S),
+                (_, false) => (I::I32x4ExtMulLowI16x8U, I::I32x4ExtMulHighI16x8U),
+            };
+            let per_out = lanes_per_part(t.bits);
+            let per_in = lanes_per_part(x.ty().bits);
+            let n = part_count(e.ty().lanes, t.bits);
+            let mut parts = Vec::new();
+            for j in 0..n {
+                let start = j as u16 * per_out;
+                let src = (start / per_in) as usize;
+                self.emit(I::LocalGet(xv.parts[src]));
+                self.emit(I::LocalGet(yv.parts[src]));
+                self.emit(if start.is_multiple_of(per_in) {
+                    low.clone()
+                } else {
+                    high.clone()
+                });
+                let l = self.v128_local();
+                self.emit(I::LocalSet(l));
+                parts.push(l);
+            }
+            return Ok(VecVal {
+                parts,
+                lane_bits: t.bits,
+                lanes: e.ty().lanes,
+            });
+        }
+        // Dot product of i16 pairs: i32x4.dot_i16x8_s.
+        if op == BinOp::Add
+            && let Some(v) = self.try_dot(e, a, b)?
+        {
+            return Ok(v);
+        }
+        let operand_hint = if t.is_bool() { mask_bits } else { 32 };
+        match op {
+            BinOp::Shl | BinOp::Shr => {
+                let Some(mut amount) = broadcast_const(b) else {
+                    return Err(VErr::Unsupported);
+                };
+                let mut left = op == BinOp::Shl;
+                if amount < 0 {
+                    amount = -amount;
+                    left = !left;
+                }
+                let av = self.vexpr(a, operand_hint)?;
+                if amount >= bits as i64 {
+                    if left || !signed {
+                        let z = self.const_part(0);
+                        return Ok(VecVal {
+                            parts: vec![z; av.parts.len()],
+                            ..av
+                        });
+                    }
+                    amount = bits as i64 - 1;
+                }
+                let i = shift_instr(left, bits, signed);
+                return Ok(self.map_shift(&av, i, amount as i32));
+            }
+            BinOp::Div | BinOp::Mod if !float => {
+                let Some(c) = broadcast_const(b) else {
+                    return Err(VErr::Unsupported);
+                };
+                let av = self.vexpr(a, operand_hint)?;
+                if c == 0 {
+                    let z = self.const_part(0);
+                    return Ok(VecVal {
+                        parts: vec![z; av.parts.len()],
+                        ..av
+                    });
+                }
+                if c > 0 && (c as u64).is_power_of_two() {
+                    let k = c.trailing_zeros() as i32;
+                    return Ok(if op == BinOp::Mod {
+                        self.with_const(&av, c - 1, I::V128And)
+                    } else if k == 0 {
+                        av
+                    } else {
+                        self.map_shift(&av, shift_instr(false, bits, signed), k)
+                    });
+                }
+                if c > 0 && bits <= 16 {
+                    if t.is_uint()
+                        && let Some(v) = self.div_mod_unsigned_magic(&av, c, op == BinOp::Div, t)
+                    {
+                        return Ok(v);
+                    }
+                    return Ok(self.div_mod_by_const(&av, c, op == BinOp::Div, t));
+                }
+                return Err(VErr::Unsupported);
+            }
+            _ => {}
+        }
+        let av = self.vexpr(a, operand_hint)?;
+        let bv = self.vexpr(b, operand_hint)?;
+        if av.lane_bits != bv.lane_bits {
+            return Err(VErr::Unsupported);
+        }
+        if float {
+            let i = match op {
+                BinOp::Add => I::F32x4Add,
+                BinOp::Sub => I::F32x4Sub,
+                BinOp::Mul => I::F32x4Mul,
+                BinOp::Div => I::F32x4Div,
+                // pmin(b, a) = a < b ? a : b and pmax(b, a) = a > b ? a : b:
+                // exactly the reference `min`/`max` (NaN and signed zeros
+                // included), unlike f32x4.min/max.
+                BinOp::Min => return Ok(self.map2(&bv, &av, I::F32x4PMin)),
+                BinOp::Max => return Ok(self.map2(&bv, &av, I::F32x4PMax)),
+                BinOp::Eq => I::F32x4Eq,
+                BinOp::Ne => I::F32x4Ne,
+                BinOp::Lt => I::F32x4Lt,
+                BinOp::Le => I::F32x4Le,
+                BinOp::Gt => I::F32x4Gt,
+                BinOp::Ge => I::F32x4Ge,
+                BinOp::Mod => {
+                    // a - b * floor(a / b), as in scalar code.
+                    let q = self.map2(&av, &bv, I::F32x4Div);
+                    let f = self.map1(&q, I::F32x4Floor, 32);
+                    let p = self.map2(&bv, &f, I::F32x4Mul);
+                    return Ok(self.map2(&av, &p, I::F32x4Sub));
+                }
+                _ => return Err(VErr::Unsupported),
+            };
+            return Ok(self.map2(&av, &bv, i));
+        }
+        let i = match op {
+            BinOp::BitAnd | BinOp::And => I::V128And,
+            BinOp::BitOr | BinOp::Or => I::V128Or,
+            BinOp::BitXor => I::V128Xor,
+            BinOp::Min => minmax_instr(true, bits, signed),
+            BinOp::Max => minmax_instr(false, bits, signed),
+            BinOp::Mul if bits == 8 => {
+                // 16-bit products, low bytes kept.
+                let mut parts = Vec::new();
+                for j in 0..av.parts.len() {
+                    for high in [false, true] {
+                        self.emit(I::LocalGet(av.parts[j]));
+                        self.emit(I::LocalGet(bv.parts[j]));
+                        self.emit(if high {
+                            I::I16x8ExtMulHighI8x16U
+                        } else {
+                            I::I16x8ExtMulLowI8x16U
+                        });
+                        self.emit(I::V128Const(splat_bits(16, 0xff)));
+                        self.emit(I::V128And);
+                    }
+                    self.emit(I::I8x16NarrowI16x8U);
+                    let l = self.v128_local();
+                    self.emit(I::LocalSet(l));
+                    parts.push(l);
+                }
+                return Ok(VecVal { parts, ..av });
+            }
+            BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => {
+                if t.is_bool() && !matches!(op, BinOp::Eq | BinOp::Ne) {
+                    return Err(VErr::Unsupported);
+                }
+                cmp_instr(op, bits, signed)
+            }
+            other => match int_instr(other, bits, signed) {
+                Some(i) => i,
+                None => return Err(VErr::Unsupported),
+            },
+        };
+        Ok(self.map2(&av, &bv, i))
+    }
+
+    /// Unsigned `x / c` or `x % c` for 8/16-bit lanes as a 16x16->32-bit
+    /// multiply by a magic number and a shift (Granlund-Montgomery: with
+    /// `2^p <= m*c <= 2^p + 2^(p-N)`, `floor(x*m / 2^p) == floor(x / c)` for
+    /// every `x < 2^N`), when the magic number fits in 16 bits.
+    fn div_mod_unsigned_magic(
+        &mut self,
+        x: &VecVal,
+        c: i64,
+        div: bool,
+        ty: Type,
+    ) -> Option<VecVal> {
+        let n = ty.bits as u32;
+        let c = c as u64;
+        let (m, p) = (16..=32u32).find_map(|p| {
+            let m = (1u64 << p).div_ceil(c);
+            (m < (1 << 16) && m * c - (1u64 << p) <= 1u64 << (p - n)).then_some((m, p))
+        })?;
+        let wide = if ty.bits == 8 {
+            self.widen2(x, false)
+        } else {
+            x.clone()
+        };
+        self.emit(I::I32Const(m as i32));
+        self.emit(I::I16x8Splat);
+        let magic = self.v128_local();
+        self.emit(I::LocalSet(magic));
+        let mut parts = Vec::new();
+        for &part in &wide.parts {
+            for high in [false, true] {
+                self.emit(I::LocalGet(part));
+                self.emit(I::LocalGet(magic));
+                self.emit(if high {
+                    I::I32x4ExtMulHighI16x8U
+                } else {
+                    I::I32x4ExtMulLowI16x8U
+                });
+                self.emit(I::I32Const(p as i32));
+                self.emit(I::I32x4ShrU);
+            }
+            // Quotients are below 2^16, so the saturating narrow is exact.
+            self.emit(I::I16x8NarrowI32x4U);
+            let l = self.v128_local();
+            self.emit(I::LocalSet(l));
+            parts.push(l);
+        }
+        let mut q = VecVal {
+            parts,
+            lane_bits: 16,
+            lanes: x.lanes,
+        };
+        if !div {
+            // x - q * c, exact in 16-bit lanes since q * c <= x.
+            let prod = self.with_const(&q, c as i64, I::I16x8Mul);
+            q = self.map2(&wide, &prod, I::I16x8Sub);
+        }
+        Some(if ty.bits == 8 {
+            self.narrow2(&q, Narrow::SignedToUnsigned)
+        } else {
+            q
+        })
+    }
+
+    /// Euclidean `x / c` or `x % c` for 8/16-bit lanes and a positive
+    /// constant `c`, through f32: for |x| < 2^24 the correctly rounded
+    /// quotient is within less than 1/c of x/c, so its floor is exact.
+    fn div_mod_by_const(&mut self, x: &VecVal, c: i64, div: bool, ty: Type) -> VecVal {
+        let signed = ty.is_int();
+        let mut wide = x.clone();
+        while wide.lane_bits < 32 {
+            wide = self.widen2(&wide, signed);
+        }
+        let f = self.map1(&wide, I::F32x4ConvertI32x4S, 32);
+        self.emit(I::F32Const((c as f32).into()));
+        self.emit(I::F32x4Splat);
+        let divisor = self.v128_local();
+        self.emit(I::LocalSet(divisor));
+        let dv = VecVal {
+            parts: vec![divisor; f.parts.len()],
+            ..f.clone()
+        };
+        let q = self.map2(&f, &dv, I::F32x4Div);
+        // Truncation is the floor for the non-negative quotients of
+        // unsigned types.
+        let q = if signed {
+            self.map1(&q, I::F32x4Floor, 32)
+        } else {
+            q
+        };
+        let mut q = self.map1(&q, I::I32x4TruncSatF32x4S, 32);
+        if !div {
+            let prod = self.with_const(&q, c, I::I32x4Mul);
+            q = self.map2(&wide, &prod, I::I32x4Sub);
+        }
+        // The result is within the type's range, so the saturating
+        // narrows are exact and need no masking.
+        self.narrow_to(q, true, ty, true)
+    }
+
+    /// `i32(a[2i]) * i32(b[2i]) + i32(a[2i+1]) * i32(b[2i+1])` over i16
+    /// vectors `a`, `b` (even and odd lanes picked by shuffles).
+    fn try_dot(&mut self, e: &Expr, a: &Expr, b: &Expr) -> VResult<Option<VecVal>> {
+        if e.ty().element() != Type::I32 {
+            return Ok(None);
+        }
+        let (Some((a1, b1, even)), Some((a2, b2, odd))) = (dot_operands(a), dot_operands(b)) else {
+            return Ok(None);
+        };
+        let n = even.len();
+        let is_even = even.iter().enumerate().all(|(i, &x)| x == 2 * i as u32);
+        let is_odd = odd.iter().enumerate().all(|(i, &x)| x == 2 * i as u32 + 1);
+        if a1 != a2 || b1 != b2 || !is_even || !is_odd || odd.len() != n {
+            return Ok(None);
+        }
+        if a1.ty().lanes as usize != 2 * n || n % 4 != 0 {
+            return Ok(None);
+        }
+        let av = self.vexpr(&a1, 16)?;
+        let bv = self.vexpr(&b1, 16)?;
+        let v = self.map2(&av, &bv, I::I32x4DotI16x8S);
+        Ok(Some(VecVal {
+            lanes: n as u16,
+            lane_bits: 32,
+            ..v
+        }))
+    }
+
+    fn vcast(
+        &mut self,
+        e: &Expr,
+        value: &Expr,
+        saturating: bool,
+        mask_bits: u8,
+    ) -> VResult<VecVal> {
+        let from = value.ty().element();
+        let to = e.ty().element();
+        if let Some(v) = self.cast_peephole(e, value, saturating)? {
+            return Ok(v);
+        }
+        if from == to {
+            return self.vexpr(value, mask_bits);
+        }
+        if to.is_bool() {
+            let v = self.vexpr(value, 32)?;
+            let i = if from.is_float() {
+                I::F32x4Ne
+            } else {
+                cmp_instr(BinOp::Ne, v.lane_bits, false)
+            };
+            let z = self.const_part(0);
+            let zv = VecVal {
+                parts: vec![z; v.parts.len()],
+                ..v.clone()
+            };
+            return Ok(self.map2(&v, &zv, i));
+        }
+        if from.is_bool() {
+            let bits = if to.is_float() { 32 } else { to.bits };
+            let m = self.vexpr(value, bits)?;
+            let one = self.with_const(&m, 1, I::V128And);
+            return Ok(if to.is_float() {
+                self.map1(&one, I::F32x4ConvertI32x4S, 32)
+            } else {
+                one
+            });
+        }
+        let mut v = self.vexpr(value, 32)?;
+        if to.is_float() {
+            while v.lane_bits < 32 {
+                v = self.widen2(&v, from.is_int());
+            }
+            let i = if from.is_uint() && from.bits == 32 {
+                I::F32x4ConvertI32x4U
+            } else {
+                I::F32x4ConvertI32x4S
+            };
+            return Ok(self.map1(&v, i, 32));
+        }
+        if from.is_float() {
+            if to.is_uint() && to.bits == 32 {
+                return Ok(self.map1(&v, I::I32x4TruncSatF32x4U, 32));
+            }
+            v = self.map1(&v, I::I32x4TruncSatF32x4S, 32);
+            return Ok(self.narrow_to(v, true, to, saturating));
+        }
+        // Integer to integer.
+        if to.bits == from.bits {
+            if saturating && from.is_uint() && to.is_int() {
+                let max = to.max_value() as i64;
+                return Ok(self.with_const(&v, max, minmax_instr(true, from.bits, false)));
+            }
+            if saturating && from.is_int() && to.is_uint() {
+                return Ok(self.with_const(&v, 0, minmax_instr(false, from.bits, true)));
+            }
+            return Ok(v);
+        }
+        if to.bits > from.bits {
+            if saturating && from.is_int() && to.is_uint() {
+                v = self.with_const(&v, 0, minmax_instr(false, from.bits, true));
+            }
+            while v.lane_bits < to.bits {
+                v = self.widen2(&v, from.is_int());
+            }
+            return Ok(v);
+        }
+        Ok(self.narrow_to(v, from.is_int(), to, saturating))
+    }
+
+    /// Narrows integer lanes (signed or not per `signed`) to `to`, wrapping
+    /// or saturating.
+    fn narrow_to(&mut self, mut v: VecVal, signed: bool, to: Type, saturating: bool) -> VecVal {
+        if saturating && signed {
+            // narrow_*_sat clamp signed input exactly; chaining them clamps
+            // to the final range.
+            while v.lane_bits > to.bits {
+                let last = v.lane_bits / 2 == to.bits;
+                let how = if last && to.is_uint() {
+                    Narrow::SignedToUnsigned
+                } else {
+                    Narrow::SignedToSigned
+                };
+                v = self.narrow2(&v, how);
+            }
+            return v;
+        }
+        if saturating {
+            let max = to.max_value() as i64;
+            v = self.with_const(&v, max, minmax_instr(true, v.lane_bits, false));
+        }
+        while v.lane_bits > to.bits {
+            v = self.narrow2(&v, Narrow::Wrap);
+        }
+        v
+    }
+
+    /// Saturating add/sub, rounding average and q15 multiply patterns.
+    fn cast_peephole(
+        &mut self,
+        e: &Expr,
+        value: &Expr,
+        saturating: bool,
+    ) -> VResult<Option<VecVal>> {
+        let to = e.ty().element();
+        if !to.is_integer() || to.bits > 16 {
+            return Ok(None);
+        }
+        let narrow_operand = |x: &Expr| -> Option<Expr> {
+            if let Some(inner) = exact_widening(x)
+                && inner.ty().element() == to
+            {
+                return Some(inner.clone());
+            }
+            // A constant that fits the narrow type.
+            if let Some(c) = broadcast_const(x)
+                && (c as f64) >= to.min_value()
+                && (c as f64) <= to.max_value()
+                && let ExprKind::Broadcast { lanes, .. } = x.kind()
+            {
+                return Some(Expr::broadcast(Expr::int(to, c), *lanes));
+            }
+            None
+        };
+        // saturate(wide(a) +- wide(b)) -> add_sat / sub_sat
+        if saturating
+            && let ExprKind::Binary { op, a, b } = value.kind()
+            && matches!(op, BinOp::Add | BinOp::Sub)
+            && value.ty().element().bits >= 2 * to.bits
+            && (*op == BinOp::Add || value.ty().is_int())
+            && value.ty().element().is_integer()
+            && let (Some(x), Some(y)) = (narrow_operand(a), narrow_operand(b))
+            && (exact_widening(a).is_some() || exact_widening(b).is_some())
+        {
+            let xv = self.vexpr(&x, 8)?;
+            let yv = self.vexpr(&y, 8)?;
+            let i = match (op, to.bits, to.is_int()) {
+                (BinOp::Add, 8, false) => I::I8x16AddSatU,
+                (BinOp::Add, 8, true) => I::I8x16AddSatS,
+                (BinOp::Add, _, false) => I::I16x8AddSatU,
+                (BinOp::Add, _, true) => I::I16x8AddSatS,
+                (_, 8, false) => I::I8x16SubSatU,
+                (_, 8, true) => I::I8x16SubSatS,
+                (_, _, false) => I::I16x8SubSatU,
+                (_, _, true) => I::I16x8SubSatS,
+            };
+            return Ok(Some(self.map2(&xv, &yv, i)));
+        }
+        // (wide(a) + wide(b) + 1) >> 1 (or / 2) -> avgr_u
+        if to.is_uint()
+            && let ExprKind::Binary { op, a: sum, b: by } = value.kind()
+            && ((*op == BinOp::Shr && broadcast_const(by) == Some(1))
+                || (*op == BinOp::Div && broadcast_const(by) == Some(2)))
+            && value.ty().element().bits >= 2 * to.bits
+            && value.ty().element().is_integer()
+            && let ExprKind::Binary {
+                op: BinOp::Add,
+                a: s1,
+                b: one,
+            } = sum.kind()
+            && broadcast_const(one) == Some(1)
+            && let ExprKind::Binary {
+                op: BinOp::Add,
+                a: wa,
+                b: wb,
+            } = s1.kind()
+            && let (Some(x), Some(y)) = (exact_widening(wa), exact_widening(wb))
+            && x.ty().element() == to
+            && y.ty().element() == to
+        {
+            let xv = self.vexpr(x, 8)?;
+            let yv = self.vexpr(y, 8)?;
+            let i = if to.bits == 8 {
+                I::I8x16AvgrU
+            } else {
+                I::I16x8AvgrU
+            };
+            return Ok(Some(self.map2(&xv, &yv, i)));
+        }
+        // saturate_i16((i32(a) * i32(b) + 16384) >> 15) -> q15mulr_sat_s
+        if saturating
+            && to == Type::I16
+            && let ExprKind::Binary {
+                op: BinOp::Shr,
+                a: sum,
+                b: by,
+            } = value.kind()
+            && broadcast_const(by) == Some(15)
+            && value.ty().element() == Type::I32
+            && let ExprKind::Binary {
+                op: BinOp::Add,
+                a: prod,
+                b: round,
+            } = sum.kind()
+            && broadcast_const(round) == Some(16384)
+            && let ExprKind::Binary {
+                op: BinOp::Mul,
+                a: wa,
+                b: wb,
+            } = prod.kind()
+            && let (Some(x), Some(y)) = (exact_widening(wa), exact_widening(wb))
+            && x.ty().element() == Type::I16
+            && y.ty().element() == Type::I16
+        {
+            let xv = self.vexpr(x, 16)?;
+            let yv = self.vexpr(y, 16)?;
+            return Ok(Some(self.map2(&xv, &yv, I::I16x8Q15MulrSatS)));
+        }
+        Ok(None)
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Narrow {
+    /// Signed input, signed saturating output.
+    SignedToSigned,
+    /// Signed input, unsigned saturating output.
+    SignedToUnsigned,
+    /// Keep the low bits.
+    Wrap,
+}
+
+fn int_instr(op: BinOp, bits: u8, _signed: bool) -> Option<I<'static>> {
+    Some(match (op, bits) {
+        (BinOp::Add, 8) => I::I8x16Add,
+        (BinOp::Add, 16) => I::I16x8Add,
+        (BinOp::Add, _) => I::I32x4Add,
+        (BinOp::Sub, 8) => I::I8x16Sub,
+        (BinOp::Sub, 16) => I::I16x8Sub,
+        (BinOp::Sub, _) => I::I32x4Sub,
+        (BinOp::Mul, 16) => I::I16x8Mul,
+        (BinOp::Mul, 32) => I::I32x4Mul,
+        _ => return None,
+    })
+}
+
+fn minmax_instr(min: bool, bits: u8, signed: bool) -> I<'static> {
+    match (min, bits, signed) {
+        (true, 8, true) => I::I8x16MinS,
+        (true, 8, false) => I::I8x16MinU,
+        (true, 16, true) => I::I16x8MinS,
+        (true, 16, false) => I::I16x8MinU,
+        (true, _, true) => I::I32x4MinS,
+        (true, _, false) => I::I32x4MinU,
+        (false, 8, true) => I::I8x16MaxS,
+        (false, 8, false) => I::I8x16MaxU,
+        (false, 16, true) => I::I16x8MaxS,
+        (false, 16, false) => I::I16x8MaxU,
+        (false, _, true) => I::I32x4MaxS,
+        (false, _, false) => I::I32x4MaxU,
+    }
+}
+
+fn shift_instr(left: bool, bits: u8, signed: bool) -> I<'static> {
+    match (left, bits, signed) {
+        (true, 8, _) => I::I8x16Shl,
+        (true, 16, _) => I::I16x8Shl,
+        (true, _, _) => I::I32x4Shl,
+        (false, 8, true) => I::I8x16ShrS,
+        (false, 8, false) => I::I8x16ShrU,
+        (false, 16, true) => I::I16x8ShrS,
+        (false, 16, false) => I::I16x8ShrU,
+        (false, _, true) => I::I32x4ShrS,
+        (false, _, false) => I::I32x4ShrU,
+    }
+}
+
+fn cmp_instr(op: BinOp, bits: u8, signed: bool) -> I<'static> {
+    use BinOp::*;
+    match (bits, op, signed) {
+        (8, Eq, _) => I::I8x16Eq,
+        (8, Ne, _) => I::I8x16Ne,
+        (8, Lt, true) => I::I8x16LtS,
+        (8, Lt, false) => I::I8x16LtU,
+        (8, Le, true) => I::I8x16LeS,
+        (8, Le, false) => I::I8x16LeU,
+        (8, Gt, true) => I::I8x16GtS,
+        (8, Gt, false) => I::I8x16GtU,
+        (8, _, true) => I::I8x16GeS,
+        (8, _, false) => I::I8x16GeU,
+        (16, Eq, _) => I::I16x8Eq,
+        (16, Ne, _) => I::I16x8Ne,
+        (16, Lt, true) => I::I16x8LtS,
+        (16, Lt, false) => I::I16x8LtU,
+        (16, Le, true) => I::I16x8LeS,
+        (16, Le, false) => I::I16x8LeU,
+        (16, Gt, true) => I::I16x8GtS,
+        (16, Gt, false) => I::I16x8GtU,
+        (16, _, true) => I::I16x8GeS,
+        (16, _, false) => I::I16x8GeU,
+        (_, Eq, _) => I::I32x4Eq,
+        (_, Ne, _) => I::I32x4Ne,
+        (_, Lt, true) => I::I32x4LtS,
+        (_, Lt, false) => I::I32x4LtU,
+        (_, Le, true) => I::I32x4LeS,
+        (_, Le, false) => I::I32x4LeU,
+        (_, Gt, true) => I::I32x4GtS,
+        (_, Gt, false) => I::I32x4GtU,
+        (_, _, true) => I::I32x4GeS,
+        (_, _, false) => I::I32x4GeU,
+    }
+}
+
+/// `(A, B, lanes)` when `m` is `wide(shuffle(A, lanes)) * wide(shuffle(B,
+/// lanes))` with `A`, `B` i16 vectors.
+fn dot_operands(m: &Expr) -> Option<(Expr, Expr, Vec<u32>)> {
+    let ExprKind::Binary {
+        op: BinOp::Mul,
+        a: x,
+        b: y,
+    } = m.kind()
+    else {
+        return None;
+    };
+    let pick = |s: &Expr| -> Option<(Expr, Vec<u32>)> {
+        if let ExprKind::Shuffle { vectors, indices } = exact_widening(s)?.kind()
+            && vectors.len() == 1
+            && vectors[0].ty().element() == Type::I16
+        {
+            return Some((vectors[0].clone(), indices.clone()));
+        }
+        None
+    };
+    let (xv, xi) = pick(x)?;
+    let (yv, yi) = pick(y)?;
+    (xi == yi).then_some((xv, yv, xi))
+}

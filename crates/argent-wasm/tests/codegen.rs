@@ -1,0 +1,414 @@
+//! Code generation tests: every module validates with every option set,
+//! and WAT snapshots of small pipelines show the SIMD instructions chosen.
+
+mod common;
+mod programs;
+
+use argent_ir::{BinOp, Expr, Stmt, Type};
+use argent_wasm::{CodegenError, CodegenOptions, compile};
+use common::*;
+use expect_test::{Expect, expect};
+use programs::*;
+
+const ALL_OPTIONS: [CodegenOptions; 4] = [
+    CodegenOptions {
+        simd: false,
+        threads: false,
+    },
+    CodegenOptions {
+        simd: true,
+        threads: false,
+    },
+    CodegenOptions {
+        simd: false,
+        threads: true,
+    },
+    CodegenOptions {
+        simd: true,
+        threads: true,
+    },
+];
+
+fn wat(module: &argent_ir::Module, options: CodegenOptions) -> String {
+    let compiled = compile(module, &options).expect("compiles");
+    wasmparser::validate(&compiled.bytes).expect("valid");
+    wasmprinter::print_bytes(&compiled.bytes).unwrap()
+}
+
+/// The instructions of the first innermost loop of the pipeline body,
+/// without the loop counter increment.
+fn inner_loop(wat: &str) -> String {
+    let lines: Vec<&str> = wat.lines().collect();
+    let starts: Vec<usize> = (0..lines.len())
+        .filter(|&i| lines[i].trim_start().starts_with("loop"))
+        .collect();
+    // The innermost loop is one without another loop before its end.
+    for &start in &starts {
+        let indent = lines[start].len() - lines[start].trim_start().len();
+        let end = (start + 1..lines.len())
+            .find(|&i| {
+                lines[i].trim() == "end" && lines[i].len() - lines[i].trim_start().len() == indent
+            })
+            .unwrap();
+        if !lines[start + 1..end]
+            .iter()
+            .any(|l| l.trim_start().starts_with("loop"))
+        {
+            return lines[start + 1..end]
+                .iter()
+                .map(|l| l.trim())
+                .collect::<Vec<_>>()
+                .join("\n");
+        }
+    }
+    panic!("no loop in\n{wat}");
+}
+
+fn check_inner_loop(module: &argent_ir::Module, expected: Expect) {
+    expected.assert_eq(&inner_loop(&wat(module, CodegenOptions::default())));
+}
+
+#[test]
+fn every_program_validates_with_every_option_set() {
+    let programs = [
+        add_u8(16),
+        add_u8(32),
+        add_u8(8),
+        divmod_param(1),
+        divmod_param(4),
+        divmod_const(Type::U16, 3, 8),
+        blur3_u16(8),
+        rgba_roundtrip(),
+        rgb_u16_sum(),
+        casts(Type::F32, 16),
+        casts(Type::U8, 16),
+        alloc_in_loop(10),
+        checked_copy(),
+        alloc_param(),
+        parallel_blur(),
+        dot_i16(),
+    ];
+    for program in &programs {
+        for options in ALL_OPTIONS {
+            let compiled = compile(program, &options).expect("compiles");
+            wasmparser::validate(&compiled.bytes).expect("valid");
+            let text = wasmprinter::print_bytes(&compiled.bytes).unwrap();
+            assert_eq!(text.contains("v128"), options.simd && text.contains("v128"));
+            if !options.simd {
+                assert!(!text.contains("v128"), "scalar code uses SIMD:\n{text}");
+            }
+            assert_eq!(
+                text.contains("(memory (;0;) 1 65536 shared)"),
+                options.threads
+            );
+        }
+    }
+}
+
+#[test]
+fn add_u8_is_one_i8x16_add_per_16_lanes() {
+    check_inner_loop(
+        &add_u8(16),
+        expect![[r#"
+            local.get 1
+            local.get 13
+            i32.const 16
+            i32.mul
+            i32.add
+            v128.load align=1
+            local.set 15
+            local.get 5
+            local.get 13
+            i32.const 16
+            i32.mul
+            i32.add
+            v128.load align=1
+            local.set 16
+            local.get 15
+            local.get 16
+            i8x16.add
+            local.set 17
+            local.get 9
+            local.get 13
+            i32.const 16
+            i32.mul
+            i32.add
+            local.get 17
+            v128.store align=1
+            local.get 13
+            i32.const 1
+            i32.add
+            local.tee 13
+            local.get 14
+            i32.lt_s
+            br_if 0 (;@2;)"#]],
+    );
+}
+
+#[test]
+fn blur_uses_unaligned_loads_at_constant_offsets() {
+    check_inner_loop(
+        &blur3_u16(8),
+        expect![[r#"
+            local.get 1
+            local.get 9
+            i32.const 8
+            i32.mul
+            i32.const 1
+            i32.shl
+            i32.add
+            v128.load align=1
+            local.set 11
+            local.get 1
+            local.get 9
+            i32.const 8
+            i32.mul
+            i32.const 1
+            i32.shl
+            i32.add
+            v128.load offset=2 align=1
+            local.set 12
+            local.get 11
+            local.get 12
+            i16x8.add
+            local.set 13
+            local.get 1
+            local.get 9
+            i32.const 8
+            i32.mul
+            i32.const 1
+            i32.shl
+            i32.add
+            v128.load offset=4 align=1
+            local.set 14
+            local.get 13
+            local.get 14
+            i16x8.add
+            local.set 15
+            i32.const 43691
+            i16x8.splat
+            local.set 16
+            local.get 15
+            local.get 16
+            i32x4.extmul_low_i16x8_u
+            i32.const 17
+            i32x4.shr_u
+            local.get 15
+            local.get 16
+            i32x4.extmul_high_i16x8_u
+            i32.const 17
+            i32x4.shr_u
+            i16x8.narrow_i32x4_u
+            local.set 17
+            local.get 5
+            local.get 9
+            i32.const 8
+            i32.mul
+            i32.const 1
+            i32.shl
+            i32.add
+            local.get 17
+            v128.store align=1
+            local.get 9
+            i32.const 1
+            i32.add
+            local.tee 9
+            local.get 10
+            i32.lt_s
+            br_if 0 (;@2;)"#]],
+    );
+}
+
+#[test]
+fn rgba_channel_load_is_four_loads_and_three_shuffles() {
+    check_inner_loop(
+        &rgba_roundtrip(),
+        expect![[r#"
+        local.get 1
+        local.get 15
+        i32.const 64
+        i32.mul
+        local.get 13
+        i32.add
+        i32.add
+        local.set 17
+        local.get 17
+        v128.load align=1
+        local.set 18
+        local.get 17
+        v128.load offset=16 align=1
+        local.set 19
+        local.get 17
+        v128.load offset=32 align=1
+        local.set 20
+        local.get 17
+        v128.load offset=48 align=1
+        local.set 21
+        local.get 18
+        local.get 19
+        i8x16.shuffle 0 4 8 12 16 20 24 28 0 0 0 0 0 0 0 0
+        local.set 22
+        local.get 20
+        local.get 21
+        i8x16.shuffle 0 0 0 0 0 0 0 0 0 4 8 12 16 20 24 28
+        local.set 23
+        local.get 22
+        local.get 23
+        i8x16.shuffle 0 1 2 3 4 5 6 7 24 25 26 27 28 29 30 31
+        local.set 24
+        local.get 5
+        local.get 13
+        local.get 3
+        i32.const 2
+        i32.shr_s
+        i32.mul
+        local.get 15
+        i32.const 16
+        i32.mul
+        i32.add
+        i32.add
+        local.get 24
+        v128.store align=1
+        local.get 15
+        i32.const 1
+        i32.add
+        local.tee 15
+        local.get 16
+        i32.lt_s
+        br_if 0 (;@4;)"#]],
+    );
+}
+
+#[test]
+fn saturating_add_becomes_add_sat_u() {
+    let module = elementwise(Type::U8, Type::U8, 16, |a, b| {
+        Expr::saturating_cast(
+            Type::U8,
+            Expr::add(Expr::cast(Type::U16, a), Expr::cast(Type::U16, b)),
+        )
+    });
+    check_inner_loop(
+        &module,
+        expect![[r#"
+        local.get 1
+        local.get 13
+        i32.const 16
+        i32.mul
+        i32.add
+        v128.load align=1
+        local.set 15
+        local.get 5
+        local.get 13
+        i32.const 16
+        i32.mul
+        i32.add
+        v128.load align=1
+        local.set 16
+        local.get 15
+        local.get 16
+        i8x16.add_sat_u
+        local.set 17
+        local.get 9
+        local.get 13
+        i32.const 16
+        i32.mul
+        i32.add
+        local.get 17
+        v128.store align=1
+        local.get 13
+        i32.const 1
+        i32.add
+        local.tee 13
+        local.get 14
+        i32.lt_s
+        br_if 0 (;@2;)"#]],
+    );
+}
+
+#[test]
+fn scalar_code_has_no_simd_and_wraps() {
+    let text = wat(
+        &add_u8(16),
+        CodegenOptions {
+            simd: false,
+            threads: false,
+        },
+    );
+    assert!(!text.contains("v128"));
+    // 16 lane loads, adds and stores, each add wrapped to 8 bits.
+    assert_eq!(text.matches("i32.load8_u").count(), 32);
+    assert_eq!(text.matches("i32.store8").count(), 16);
+    assert_eq!(text.matches("i32.const 255").count(), 16);
+}
+
+#[test]
+fn parallel_loop_becomes_a_task() {
+    let compiled = compile(
+        &parallel_blur(),
+        &CodegenOptions {
+            simd: true,
+            threads: true,
+        },
+    )
+    .unwrap();
+    let task = &compiled.abi.tasks[0];
+    assert_eq!(task.export, "task_0");
+    assert_eq!(task.loop_var, "y");
+    assert_eq!(
+        task.captures,
+        ["in.stride.1", "out.extent.0", "out.stride.1", "in", "out"]
+    );
+    let text = wasmprinter::print_bytes(&compiled.bytes).unwrap();
+    assert!(text.contains(r#"(import "env" "parallel_for" (func (;0;) (type 2)"#));
+    assert!(text.contains(r#"(export "task_0" (func 3))"#));
+    assert!(text.contains("i32.atomic.rmw.cmpxchg"));
+}
+
+#[test]
+fn abi_layout() {
+    let compiled = compile(&checked_copy(), &CodegenOptions::default()).unwrap();
+    let abi = &compiled.abi;
+    assert_eq!(
+        abi.buffers
+            .iter()
+            .map(|b| (b.name.as_str(), b.offset))
+            .collect::<Vec<_>>(),
+        [("in", 8), ("out", 24)]
+    );
+    assert_eq!(abi.params[0].offset, 40);
+    assert_eq!(abi.error_args_offset, 44);
+    assert_eq!(abi.max_error_args, 4);
+    assert_eq!(abi.args_size, 64);
+}
+
+#[test]
+fn unlowered_and_unbound_are_errors() {
+    let provide = module(
+        vec![],
+        vec![],
+        Stmt::Provide {
+            func: "f".into(),
+            args: vec![Expr::i32(0)],
+            value: Expr::i32(1),
+        },
+    );
+    assert!(matches!(
+        compile(&provide, &CodegenOptions::default()),
+        Err(CodegenError::NotLowered(_))
+    ));
+    let unbound = module(vec![], vec![], Stmt::Evaluate(Expr::i32(0)));
+    assert!(compile(&unbound, &CodegenOptions::default()).is_ok());
+    let unbound = module(
+        vec![buffer("out", Type::I32, 1, argent_ir::BufferRole::Output)],
+        vec![],
+        store(
+            "out",
+            Expr::i32(0),
+            Expr::binary(BinOp::Add, Expr::var_i32("nope"), Expr::i32(1)),
+        ),
+    );
+    assert_eq!(
+        compile(&unbound, &CodegenOptions::default()),
+        Err(CodegenError::Unbound("nope".into()))
+    );
+}

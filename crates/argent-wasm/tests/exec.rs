@@ -1,0 +1,972 @@
+//! Execution tests: generated modules run in Node (tests/js/run.mjs) and
+//! must give exactly the reference semantics (tests/common), with SIMD on
+//! and off, and on 1, 2 and 4 threads for parallel loops.
+
+mod common;
+mod programs;
+
+use argent_ir::{AssertKind, BinOp, Expr, Intrinsic, Module, Type};
+use argent_wasm::{CodegenOptions, compile};
+use common::*;
+use programs::*;
+
+const SCALAR: CodegenOptions = CodegenOptions {
+    simd: false,
+    threads: false,
+};
+const SIMD: CodegenOptions = CodegenOptions {
+    simd: true,
+    threads: false,
+};
+
+/// One module with its inputs.
+struct Case {
+    module: Module,
+    buffers: Vec<BufData>,
+    params: Vec<V>,
+}
+
+fn case(module: Module, buffers: Vec<BufData>, params: Vec<V>) -> Case {
+    Case {
+        module,
+        buffers,
+        params,
+    }
+}
+
+/// Runs every case in Node with SIMD on and off (one Node process) and
+/// checks every buffer against the reference evaluator; returns the SIMD
+/// runs' buffers.
+fn check_cases(cases: &[Case]) -> Vec<Vec<Vec<u8>>> {
+    let mut compiled = Vec::new();
+    let mut words = Vec::new();
+    for c in cases {
+        for options in [SCALAR, SIMD] {
+            compiled.push((compile(&c.module, &options).expect("compiles"), options));
+        }
+        words.push(
+            c.params
+                .iter()
+                .map(|p| match p {
+                    V::I(i) => *i as u32,
+                    V::F(f) => f.to_bits(),
+                })
+                .collect::<Vec<u32>>(),
+        );
+    }
+    let jobs: Vec<Job> = compiled
+        .iter()
+        .enumerate()
+        .map(|(k, (m, _))| Job {
+            compiled: m,
+            buffers: &cases[k / 2].buffers,
+            params: &words[k / 2],
+            threads: 0,
+            runs: 1,
+        })
+        .collect();
+    let outputs = run_node_batch(&jobs);
+    let mut simd_buffers = Vec::new();
+    for (k, out) in outputs.into_iter().enumerate() {
+        let c = &cases[k / 2];
+        let options = compiled[k].1;
+        let expected = reference(&c.module, &c.buffers, &c.params).expect("reference run succeeds");
+        assert_eq!(out.status, 0, "status with {options:?}");
+        for (b, (got, want)) in out.buffers.iter().zip(&expected).enumerate() {
+            if got != want {
+                let first = got.iter().zip(want).position(|(a, b)| a != b).unwrap();
+                panic!(
+                    "case {}: buffer {} differs with {options:?} at byte {first}: got {:?}, want {:?}\n{}",
+                    k / 2,
+                    c.module.buffers[b].name,
+                    &got[first..(first + 8).min(got.len())],
+                    &want[first..(first + 8).min(want.len())],
+                    c.module.body
+                );
+            }
+        }
+        assert_eq!(out.heap.0, out.heap.2, "heap top restored");
+        if options.simd {
+            simd_buffers.push(out.buffers);
+        }
+    }
+    simd_buffers
+}
+
+fn check_against_reference(module: &Module, buffers: &[BufData], params: &[V]) -> Vec<Vec<u8>> {
+    check_cases(&[case(module.clone(), buffers.to_vec(), params.to_vec())])
+        .pop()
+        .unwrap()
+}
+
+fn zeros(n: usize) -> BufData {
+    BufData::one_d(vec![0; n], 1)
+}
+
+fn typed(bytes: Vec<u8>, elem: usize) -> BufData {
+    BufData::one_d(bytes, elem)
+}
+
+#[test]
+fn add_u8_wraps_at_16_and_32_lanes() {
+    let a = random_bytes(64, 1);
+    let b = random_bytes(64, 2);
+    for lanes in [16, 32, 8] {
+        let out = check_against_reference(
+            &add_u8(lanes),
+            &[typed(a.clone(), 1), typed(b.clone(), 1), zeros(64)],
+            &[],
+        );
+        // Independent of the reference evaluator: wrapping u8 addition.
+        let want: Vec<u8> = a.iter().zip(&b).map(|(x, y)| x.wrapping_add(*y)).collect();
+        assert_eq!(out[2], want);
+    }
+}
+
+fn i32_bytes(values: &[i32]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+fn i32_values(bytes: &[u8]) -> Vec<i32> {
+    bytes
+        .chunks(4)
+        .map(|c| i32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+#[test]
+fn euclidean_div_mod_by_a_parameter_including_zero() {
+    let mut a: Vec<i32> = vec![0, 1, -1, 7, -7, 8, -8, i32::MIN, i32::MAX, 13, -13, 100];
+    a.extend(random_bytes(20, 3).iter().map(|b| (*b as i32 - 128) * 1000));
+    for lanes in [1, 4, 8] {
+        for p in [3, -3, 0, 1, -1, 7, i32::MIN] {
+            let bufs = [
+                typed(i32_bytes(&a), 4),
+                typed(vec![0; a.len() * 4], 4),
+                typed(vec![0; a.len() * 4], 4),
+            ];
+            let out = check_against_reference(&divmod_param(lanes), &bufs, &[V::I(p as i64)]);
+            let q = i32_values(&out[1]);
+            let r = i32_values(&out[2]);
+            for (k, &x) in a.iter().enumerate() {
+                let (want_q, want_r) = if p == 0 {
+                    (0, 0)
+                } else {
+                    let (x, p) = (x as i64, p as i64);
+                    (x.div_euclid(p) as i32, x.rem_euclid(p) as i32)
+                };
+                assert_eq!((q[k], r[k]), (want_q, want_r), "{x} / {p}");
+            }
+        }
+    }
+}
+
+#[test]
+fn div_mod_by_constants_in_vectors() {
+    let mut batch = Vec::new();
+    for (ty, lanes) in [
+        (Type::U8, 16),
+        (Type::I16, 8),
+        (Type::U16, 16),
+        (Type::I8, 16),
+        (Type::I32, 4),
+    ] {
+        for c in [1, 2, 3, 4, 7, 10, 100] {
+            let n = 64 * ty.bytes();
+            let bufs = [
+                typed(random_bytes(n, c as u64), ty.bytes()),
+                typed(vec![0; n], ty.bytes()),
+                typed(vec![0; n], ty.bytes()),
+            ];
+            batch.push(case(divmod_const(ty, c, lanes), bufs.to_vec(), vec![]));
+        }
+    }
+    check_cases(&batch);
+}
+
+#[test]
+fn vectorised_blur_u16() {
+    for lanes in [8, 16, 4] {
+        let input = random_bytes(2 * 66, 9);
+        let out = check_against_reference(
+            &blur3_u16(lanes),
+            &[typed(input.clone(), 2), typed(vec![0; 128], 2)],
+            &[],
+        );
+        let v: Vec<u16> = input
+            .chunks(2)
+            .map(|c| u16::from_le_bytes([c[0], c[1]]))
+            .collect();
+        for x in 0..64 {
+            let want = v[x].wrapping_add(v[x + 1]).wrapping_add(v[x + 2]) / 3;
+            let got = u16::from_le_bytes([out[1][2 * x], out[1][2 * x + 1]]);
+            assert_eq!(got, want, "x = {x}");
+        }
+    }
+}
+
+#[test]
+fn interleaved_rgba_loads_and_stores() {
+    let rgba = random_bytes(4 * 64, 5);
+    let out = check_against_reference(
+        &rgba_roundtrip(),
+        &[typed(rgba.clone(), 1), zeros(4 * 64), zeros(4 * 64)],
+        &[],
+    );
+    for x in 0..64 {
+        for c in 0..4 {
+            assert_eq!(out[1][c * 64 + x], rgba[4 * x + c]);
+            assert_eq!(out[2][4 * x + c], rgba[4 * x + c].wrapping_add(1));
+        }
+    }
+}
+
+#[test]
+fn interleaved_rgb_u16_loads() {
+    let rgb = random_bytes(2 * 3 * 64, 6);
+    check_against_reference(
+        &rgb_u16_sum(),
+        &[typed(rgb, 2), typed(vec![0; 128], 2)],
+        &[],
+    );
+}
+
+#[test]
+fn casts_plain_and_saturating() {
+    let mut batch = Vec::new();
+    let specials_f32: Vec<f32> = vec![
+        0.0,
+        -0.0,
+        0.5,
+        -0.5,
+        1.5,
+        -1.5,
+        2.5,
+        127.9,
+        128.0,
+        255.5,
+        256.0,
+        -129.0,
+        40000.0,
+        -40000.0,
+        3e9,
+        -3e9,
+        5e9,
+        f32::NAN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+    ];
+    for from in Type::ALL_SCALAR {
+        let n = 32;
+        let mut bytes = random_bytes(n * from.bytes(), from.bits as u64 + from.kind as u64);
+        if from.is_float() {
+            bytes = (0..n)
+                .flat_map(|k| {
+                    let f = specials_f32
+                        .get(k)
+                        .copied()
+                        .unwrap_or((k as f32 - 16.0) * 1234.567);
+                    f.to_le_bytes()
+                })
+                .collect();
+        }
+        let lanes = 16;
+        let module = casts(from, lanes);
+        let mut bufs = vec![typed(bytes, from.bytes())];
+        for (_, to, _) in cast_outputs() {
+            bufs.push(typed(vec![0; n * to.bytes()], to.bytes()));
+        }
+        batch.push(case(module.clone(), bufs.clone(), vec![]));
+        batch.push(case((casts(from, 1)).clone(), bufs.clone(), vec![]));
+    }
+    check_cases(&batch);
+}
+
+#[test]
+fn allocation_in_a_loop_does_not_leak() {
+    let module = alloc_in_loop(10_000);
+    let input = random_bytes(64, 7);
+    let bufs = [typed(input.clone(), 1), zeros(10_000)];
+    let expected = reference(&module, &bufs, &[]).unwrap();
+    for options in [SCALAR, SIMD] {
+        let compiled = compile(&module, &options).unwrap();
+        let out = run_node(&compiled, &bufs, &[], 0, 20);
+        assert_eq!(out.status, 0);
+        assert_eq!(out.buffers, expected);
+        let (before, after_first, after_last) = out.heap;
+        assert_eq!(
+            (after_first, after_last),
+            (before, before),
+            "heap top restored"
+        );
+        assert_eq!(out.pages.0, out.pages.1, "memory did not grow across runs");
+    }
+}
+
+#[test]
+fn failed_assert_reports_which_and_its_arguments() {
+    let module = checked_copy();
+    let compiled = compile(&module, &SIMD).unwrap();
+    let mut input = typed(random_bytes(50, 8), 1);
+    input.dims = vec![(0, 50, 1)];
+    let bufs = [input.clone(), zeros(50)];
+    let out = run_node(&compiled, &bufs, &[99], 0, 1);
+    assert!(out.status > 0);
+    let info = &compiled.abi.asserts[out.status as usize - 1];
+    assert_eq!(
+        info.kind,
+        AssertKind::InputTooSmall {
+            input: "in".into(),
+            stage: "blur_x".into(),
+            dim: 0
+        }
+    );
+    let failure = reference(&module, &bufs, &[V::I(99)]).unwrap_err();
+    let want: Vec<i32> = failure
+        .args
+        .iter()
+        .map(|v| match v {
+            V::I(i) => *i as i32,
+            V::F(_) => unreachable!(),
+        })
+        .collect();
+    assert_eq!(&out.error_args[..4], &want[..]);
+    assert_eq!(&out.error_args[..4], &[-1, 99, 0, 49]);
+    // Output untouched: the check runs before anything else.
+    assert_eq!(out.buffers[1], vec![0; 50]);
+
+    // A passing check (input min -1 covers the need) runs the copy.
+    let mut ok_input = input;
+    ok_input.dims = vec![(-1, 50, 1)];
+    let out = run_node(&compiled, &[ok_input, zeros(50)], &[40], 0, 1);
+    assert_eq!(out.status, 0);
+}
+
+#[test]
+fn allocation_beyond_4_gib_is_an_error_status() {
+    let module = alloc_param();
+    for options in [SCALAR, SIMD] {
+        let compiled = compile(&module, &options).unwrap();
+        let out = run_node(&compiled, &[typed(vec![0; 4], 4)], &[1 << 30], 0, 1);
+        assert!(out.status > 0);
+        let info = &compiled.abi.asserts[out.status as usize - 1];
+        assert_eq!(
+            info.kind,
+            AssertKind::AllocationTooLarge {
+                buffer: "big".into()
+            }
+        );
+        // Requested bytes, low and high words: 4 GiB.
+        assert_eq!(&out.error_args[..2], &[0, 1]);
+        assert_eq!(out.heap.0, out.heap.2);
+        // A small one works and grows nothing it does not need.
+        let out = run_node(&compiled, &[typed(vec![0; 4], 4)], &[1 << 20], 0, 1);
+        assert_eq!(out.status, 0);
+        assert_eq!(out.buffers[0], 1.5f32.to_le_bytes());
+    }
+}
+
+#[test]
+fn parallel_loop_on_1_2_and_4_threads() {
+    parallel_blur_with(64, 37, 3);
+}
+
+/// Many small tasks allocating concurrently: the atomic heap protocol
+/// under contention, over several runs.
+#[test]
+fn parallel_loop_stress() {
+    parallel_blur_with(16, 2000, 5);
+}
+
+fn parallel_blur_with(w: usize, h: usize, runs: u32) {
+    let module = parallel_blur();
+    let in_stride = w + 2;
+    let input = random_bytes(2 * in_stride * h, 11);
+    let make = || {
+        vec![
+            BufData {
+                bytes: input.clone(),
+                dims: vec![(0, in_stride as i32, 1), (0, h as i32, in_stride as i32)],
+            },
+            BufData {
+                bytes: vec![0; 2 * w * h],
+                dims: vec![(0, w as i32, 1), (0, h as i32, w as i32)],
+            },
+        ]
+    };
+    let expected = reference(&module, &make(), &[]).unwrap();
+    for simd in [false, true] {
+        let threaded = CodegenOptions {
+            simd,
+            threads: true,
+        };
+        let compiled = compile(&module, &threaded).unwrap();
+        assert_eq!(compiled.abi.tasks.len(), 1);
+        for threads in [1, 2, 4] {
+            let out = run_node(&compiled, &make(), &[], threads, runs);
+            assert_eq!(out.status, 0);
+            assert_eq!(out.buffers, expected, "simd {simd}, {threads} threads");
+            assert_eq!(out.heap.0, out.heap.2);
+        }
+        // Without threads the same loop runs serially.
+        let serial = compile(
+            &module,
+            &CodegenOptions {
+                simd,
+                threads: false,
+            },
+        )
+        .unwrap();
+        assert!(serial.abi.tasks.is_empty());
+        assert_eq!(run_node(&serial, &make(), &[], 0, 1).buffers, expected);
+    }
+}
+
+/// Elementwise operations over every integer type, 16 bytes per vector
+/// and two registers per vector, against the reference.
+#[test]
+fn elementwise_operators_match_reference() {
+    let mut batch = Vec::new();
+    let ops = [
+        BinOp::Add,
+        BinOp::Sub,
+        BinOp::Mul,
+        BinOp::Min,
+        BinOp::Max,
+        BinOp::BitAnd,
+        BinOp::BitOr,
+        BinOp::BitXor,
+        BinOp::Div,
+        BinOp::Mod,
+        BinOp::Shl,
+        BinOp::Shr,
+    ];
+    for ty in Type::ALL_SCALAR {
+        let lanes = (128 / ty.bits as u16) * 2;
+        let n = 4 * lanes as usize;
+        for op in ops {
+            if ty.is_float()
+                && matches!(
+                    op,
+                    BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor | BinOp::Shl | BinOp::Shr
+                )
+            {
+                continue;
+            }
+            let mut a = random_bytes(n * ty.bytes(), op as u64);
+            let mut b = random_bytes(n * ty.bytes(), 100 + op as u64);
+            if ty.is_float() {
+                // Finite floats with small exponents.
+                for c in a.chunks_mut(4).chain(b.chunks_mut(4)) {
+                    c[3] &= 0x43;
+                }
+            }
+            let module = elementwise(ty, ty, lanes, |x, y| Expr::binary(op, x, y));
+            batch.push(case(
+                module.clone(),
+                vec![
+                    typed(a, ty.bytes()),
+                    typed(b, ty.bytes()),
+                    typed(vec![0; n * ty.bytes()], ty.bytes()),
+                ],
+                vec![],
+            ));
+        }
+        // Comparisons and select.
+        let a = random_bytes(n * ty.bytes(), 77);
+        let b = random_bytes(n * ty.bytes(), 78);
+        for op in [
+            BinOp::Lt,
+            BinOp::Le,
+            BinOp::Eq,
+            BinOp::Ne,
+            BinOp::Gt,
+            BinOp::Ge,
+        ] {
+            if ty.is_float() {
+                break;
+            }
+            let module = elementwise(ty, ty, lanes, |x, y| {
+                Expr::select(Expr::binary(op, x.clone(), y.clone()), x, y)
+            });
+            batch.push(case(
+                module.clone(),
+                vec![
+                    typed(a.clone(), ty.bytes()),
+                    typed(b.clone(), ty.bytes()),
+                    typed(vec![0; n * ty.bytes()], ty.bytes()),
+                ],
+                vec![],
+            ));
+        }
+    }
+    check_cases(&batch);
+}
+
+/// Shifts by constant amounts in vectors, including negative and
+/// oversized amounts.
+#[test]
+fn vector_shifts_by_constants() {
+    let mut batch = Vec::new();
+    for ty in [
+        Type::U8,
+        Type::I8,
+        Type::U16,
+        Type::I16,
+        Type::U32,
+        Type::I32,
+    ] {
+        let lanes = 128 / ty.bits as u16;
+        let n = 2 * lanes as usize;
+        for amount in [0i64, 1, 3, 7, 8, 15, 16, 31, 40, -1, -9] {
+            if ty.is_uint() && amount < 0 {
+                continue;
+            }
+            for op in [BinOp::Shl, BinOp::Shr] {
+                let module = elementwise(ty, ty, lanes, |x, _| {
+                    Expr::binary(op, x, Expr::broadcast(Expr::int(ty, amount), lanes))
+                });
+                let a = random_bytes(n * ty.bytes(), (amount + 50) as u64);
+                batch.push(case(
+                    module.clone(),
+                    vec![
+                        typed(a.clone(), ty.bytes()),
+                        typed(a, ty.bytes()),
+                        typed(vec![0; n * ty.bytes()], ty.bytes()),
+                    ],
+                    vec![],
+                ));
+            }
+        }
+    }
+    check_cases(&batch);
+}
+
+fn run_pattern(module: &Module, ty: Type, out_ty: Type, n: usize, instruction: &str) -> Case {
+    let wat = wasmprinter::print_bytes(compile(module, &SIMD).unwrap().bytes).unwrap();
+    assert!(
+        wat.contains(instruction),
+        "expected {instruction} in:\n{wat}"
+    );
+    let mut bufs = vec![
+        typed(random_bytes(n * ty.bytes(), 31), ty.bytes()),
+        typed(random_bytes(n * ty.bytes(), 32), ty.bytes()),
+        typed(vec![0; n * out_ty.bytes()], out_ty.bytes()),
+    ];
+    // Include the extremes of the type.
+    for k in 0..ty.bytes() {
+        bufs[0].bytes[k] = 0xff;
+        bufs[1].bytes[k] = 0xff;
+        bufs[0].bytes[ty.bytes() + k] = 0;
+        bufs[1].bytes[ty.bytes() + k] = 0xff;
+    }
+    bufs[0].bytes[2 * ty.bytes() + ty.bytes() - 1] = 0x80;
+    bufs[1].bytes[2 * ty.bytes() + ty.bytes() - 1] = 0x80;
+    case(module.clone(), bufs, vec![])
+}
+
+#[test]
+fn peepholes_match_exact_semantics() {
+    let mut batch = Vec::new();
+    let wide = |t: Type, e: Expr| Expr::cast(t, e);
+    // Saturating add and subtract.
+    for (ty, w) in [
+        (Type::U8, Type::U16),
+        (Type::I8, Type::I16),
+        (Type::U16, Type::U32),
+        (Type::I16, Type::I32),
+    ] {
+        let lanes = 128 / ty.bits as u16;
+        let add = elementwise(ty, ty, lanes, |a, b| {
+            Expr::saturating_cast(ty, Expr::add(wide(w, a), wide(w, b)))
+        });
+        let name = if ty.is_uint() {
+            "add_sat_u"
+        } else {
+            "add_sat_s"
+        };
+        batch.push(run_pattern(&add, ty, ty, 4 * lanes as usize, name));
+        let sw = w.with_kind(argent_ir::TypeKind::Int);
+        let sub = elementwise(ty, ty, lanes, |a, b| {
+            Expr::saturating_cast(ty, Expr::sub(wide(sw, a), wide(sw, b)))
+        });
+        let name = if ty.is_uint() {
+            "sub_sat_u"
+        } else {
+            "sub_sat_s"
+        };
+        batch.push(run_pattern(&sub, ty, ty, 4 * lanes as usize, name));
+    }
+    // Rounding average.
+    for (ty, w) in [(Type::U8, Type::U16), (Type::U16, Type::U32)] {
+        let lanes = 128 / ty.bits as u16;
+        let avg = elementwise(ty, ty, lanes, |a, b| {
+            let one = Expr::broadcast(Expr::int(w, 1), lanes);
+            Expr::cast(
+                ty,
+                Expr::binary(
+                    BinOp::Shr,
+                    Expr::add(Expr::add(wide(w, a), wide(w, b)), one.clone()),
+                    one,
+                ),
+            )
+        });
+        batch.push(run_pattern(&avg, ty, ty, 4 * lanes as usize, "avgr_u"));
+    }
+    // q15 rounding multiply.
+    let q15 = elementwise(Type::I16, Type::I16, 8, |a, b| {
+        let prod = Expr::mul(wide(Type::I32, a), wide(Type::I32, b));
+        let rounded = Expr::add(prod, Expr::broadcast(Expr::i32(16384), 8));
+        Expr::saturating_cast(
+            Type::I16,
+            Expr::binary(BinOp::Shr, rounded, Expr::broadcast(Expr::i32(15), 8)),
+        )
+    });
+    batch.push(run_pattern(&q15, Type::I16, Type::I16, 32, "q15mulr_sat_s"));
+    // Widening multiplies.
+    let extmul = elementwise(Type::U8, Type::U16, 16, |a, b| {
+        Expr::mul(wide(Type::U16, a), wide(Type::U16, b))
+    });
+    batch.push(run_pattern(
+        &extmul,
+        Type::U8,
+        Type::U16,
+        64,
+        "extmul_low_i8x16_u",
+    ));
+    let extmul_s = elementwise(Type::I16, Type::I32, 8, |a, b| {
+        Expr::mul(wide(Type::I32, a), wide(Type::I32, b))
+    });
+    batch.push(run_pattern(
+        &extmul_s,
+        Type::I16,
+        Type::I32,
+        32,
+        "extmul_high_i16x8_s",
+    ));
+    // abs, absd, min/max.
+    for ty in [Type::I8, Type::I16, Type::I32] {
+        let lanes = 128 / ty.bits as u16;
+        let ut = ty.with_kind(argent_ir::TypeKind::UInt);
+        let abs = elementwise(ty, ut, lanes, |a, _| {
+            Expr::intrinsic(ut.with_lanes(lanes), Intrinsic::Abs, vec![a])
+        });
+        batch.push(run_pattern(&abs, ty, ut, 4 * lanes as usize, ".abs"));
+        let absd = elementwise(ty, ut, lanes, |a, b| {
+            Expr::intrinsic(ut.with_lanes(lanes), Intrinsic::Absd, vec![a, b])
+        });
+        batch.push(run_pattern(&absd, ty, ut, 4 * lanes as usize, ".max_s"));
+    }
+    // Dot product.
+    let n = 64;
+    let module = dot_i16();
+    let wat = wasmprinter::print_bytes(compile(&module, &SIMD).unwrap().bytes).unwrap();
+    assert!(wat.contains("i32x4.dot_i16x8_s"));
+    let mut a = random_bytes(2 * n, 41);
+    let mut b = random_bytes(2 * n, 42);
+    // -32768 * -32768 twice: the one case where the sum wraps.
+    a[..4].copy_from_slice(&[0, 0x80, 0, 0x80]);
+    b[..4].copy_from_slice(&[0, 0x80, 0, 0x80]);
+    batch.push(case(
+        module,
+        vec![typed(a, 2), typed(b, 2), typed(vec![0; 2 * n], 4)],
+        vec![],
+    ));
+    check_cases(&batch);
+}
+
+/// Float operations and intrinsics in vectors.
+#[test]
+fn float_vectors_and_intrinsics() {
+    let mut batch = Vec::new();
+    let lanes = 8;
+    let n = 32;
+    let floats: Vec<u8> = (0..n)
+        .flat_map(|k| {
+            let f = match k {
+                0 => f32::NAN,
+                1 => -0.0,
+                2 => 0.5,
+                3 => 1.5,
+                4 => 2.5,
+                5 => -2.5,
+                _ => (k as f32 - 15.3) * 7.77,
+            };
+            f.to_le_bytes()
+        })
+        .collect();
+    let others: Vec<u8> = (0..n)
+        .flat_map(|k| match k {
+            1 => 0.0f32.to_le_bytes(),
+            2 => f32::NAN.to_le_bytes(),
+            _ => ((k as f32) * 0.37 - 3.0).to_le_bytes(),
+        })
+        .collect();
+    for intrinsic in [
+        Intrinsic::Sqrt,
+        Intrinsic::Floor,
+        Intrinsic::Ceil,
+        Intrinsic::Round,
+        Intrinsic::Trunc,
+        Intrinsic::Abs,
+    ] {
+        let module = elementwise(Type::F32, Type::F32, lanes, |a, _| {
+            Expr::intrinsic(Type::F32.with_lanes(lanes), intrinsic, vec![a])
+        });
+        batch.push(case(
+            module.clone(),
+            vec![
+                typed(floats.clone(), 4),
+                typed(others.clone(), 4),
+                typed(vec![0; 4 * n], 4),
+            ],
+            vec![],
+        ));
+    }
+    // min/max with NaN and signed zeros on either side.
+    for op in [BinOp::Min, BinOp::Max] {
+        for (x, y) in [(&floats, &others), (&others, &floats)] {
+            let module = elementwise(Type::F32, Type::F32, lanes, |a, b| Expr::binary(op, a, b));
+            batch.push(case(
+                module.clone(),
+                vec![
+                    typed(x.clone(), 4),
+                    typed(y.clone(), 4),
+                    typed(vec![0; 4 * n], 4),
+                ],
+                vec![],
+            ));
+        }
+    }
+    let module = elementwise(Type::F32, Type::U8, lanes, |a, b| {
+        Expr::cast(
+            Type::U8,
+            Expr::select(
+                Expr::intrinsic(
+                    Type::BOOL.with_lanes(lanes),
+                    Intrinsic::IsNan,
+                    vec![a.clone()],
+                ),
+                Expr::broadcast(Expr::f32(200.0), lanes),
+                Expr::binary(BinOp::Mod, a, b),
+            ),
+        )
+    });
+    batch.push(case(
+        module.clone(),
+        vec![typed(floats, 4), typed(others, 4), typed(vec![0; n], 1)],
+        vec![],
+    ));
+    check_cases(&batch);
+}
+
+/// `exp`, `sin`, `pow` and `lerp` reach the backend unexpanded and are
+/// compiled through their `argent_ir::math` expansions (u64
+/// intermediates for 32-bit lerp included).
+#[test]
+fn transcendentals_and_lerp_via_expansions() {
+    let mut batch = Vec::new();
+    let n = 16;
+    let floats: Vec<u8> = (0..n)
+        .flat_map(|k| ((k as f32) * 0.61 - 4.0).to_le_bytes())
+        .collect();
+    for intrinsic in [Intrinsic::Exp, Intrinsic::Sin, Intrinsic::Log] {
+        let module = elementwise(Type::F32, Type::F32, 4, |a, _| {
+            Expr::intrinsic(Type::F32.with_lanes(4), intrinsic, vec![a])
+        });
+        batch.push(case(
+            module.clone(),
+            vec![
+                typed(floats.clone(), 4),
+                typed(floats.clone(), 4),
+                typed(vec![0; 4 * n], 4),
+            ],
+            vec![],
+        ));
+    }
+    let module = elementwise(Type::F32, Type::F32, 4, |a, b| {
+        Expr::intrinsic(
+            Type::F32.with_lanes(4),
+            Intrinsic::Pow,
+            vec![
+                Expr::intrinsic(Type::F32.with_lanes(4), Intrinsic::Abs, vec![a]),
+                b,
+            ],
+        )
+    });
+    batch.push(case(
+        module.clone(),
+        vec![
+            typed(floats.clone(), 4),
+            typed(floats, 4),
+            typed(vec![0; 4 * n], 4),
+        ],
+        vec![],
+    ));
+    for ty in [Type::U8, Type::I16, Type::U32, Type::I32] {
+        let lanes = 4;
+        let module = elementwise(ty, ty, lanes, |a, b| {
+            let w = Expr::cast(Type::U8, Expr::binary(BinOp::BitXor, a.clone(), b.clone()));
+            Expr::intrinsic(ty.with_lanes(lanes), Intrinsic::Lerp, vec![a, b, w])
+        });
+        let bytes = n * ty.bytes();
+        batch.push(case(
+            module.clone(),
+            vec![
+                typed(random_bytes(bytes, 61), ty.bytes()),
+                typed(random_bytes(bytes, 62), ty.bytes()),
+                typed(vec![0; bytes], ty.bytes()),
+            ],
+            vec![],
+        ));
+    }
+    check_cases(&batch);
+}
+
+/// Unsigned division by every constant up to 40 and a sample above, over
+/// every 16-bit value: the multiply-by-magic-number path must be exact.
+#[test]
+fn unsigned_division_by_constants_is_exact_for_every_input() {
+    let all_u16: Vec<u8> = (0..=u16::MAX).flat_map(|v| v.to_le_bytes()).collect();
+    let all_u8: Vec<u8> = (0..=255u8).collect();
+    let mut divisors: Vec<i64> = (1..=40).collect();
+    divisors.extend([
+        49, 63, 100, 127, 129, 255, 641, 1000, 4097, 10007, 32767, 32768, 40000, 65535,
+    ]);
+    let mut batch = Vec::new();
+    for &c in &divisors {
+        let n = all_u16.len();
+        batch.push(case(
+            divmod_const(Type::U16, c, 16),
+            vec![
+                typed(all_u16.clone(), 2),
+                typed(vec![0; n], 2),
+                typed(vec![0; n], 2),
+            ],
+            vec![],
+        ));
+        if c < 256 {
+            batch.push(case(
+                divmod_const(Type::U8, c, 16),
+                vec![typed(all_u8.clone(), 1), zeros(256), zeros(256)],
+                vec![],
+            ));
+        }
+    }
+    check_cases(&batch);
+}
+
+#[test]
+fn interleaving_shuffle_is_a_dense_store() {
+    let module = interleave_shuffle();
+    let wat = wasmprinter::print_bytes(compile(&module, &SIMD).unwrap().bytes).unwrap();
+    assert_eq!(wat.matches("i8x16.shuffle").count(), 12);
+    assert_eq!(wat.matches("v128.store").count(), 4);
+    assert!(!wat.contains("extract_lane"));
+    let planes = random_bytes(4 * 64, 12);
+    let out = check_against_reference(&module, &[typed(planes.clone(), 1), zeros(4 * 64)], &[]);
+    for x in 0..64 {
+        for c in 0..4 {
+            assert_eq!(out[1][4 * x + c], planes[c * 64 + x]);
+        }
+    }
+}
+
+/// Vector and scalar lets (statement and expression), bool buffers,
+/// if/else, and a parallel loop capturing an f32 parameter.
+#[test]
+fn lets_bools_branches_and_captures() {
+    use argent_ir::{BufferRole, ForKind, Stmt};
+    let lanes = 16;
+    let idx = dense(x() * lanes as i64, lanes);
+    let a = Expr::load(Type::U8, "a", idx.clone());
+    let b = Expr::load(Type::U8, "b", idx.clone());
+    let v = Expr::var(Type::U8.with_lanes(lanes), "v");
+    let scale = Expr::var(Type::F32, "scale");
+    let lt = Expr::lt(a.clone(), b.clone());
+    let body = for_loop(
+        "x",
+        Expr::i32(0),
+        Expr::i32(4),
+        ForKind::Parallel,
+        Stmt::LetStmt {
+            name: "v".into(),
+            value: Expr::add(a.clone(), b.clone()),
+            body: Box::new(Stmt::Block(vec![
+                store("flags", idx.clone(), lt.clone()),
+                store(
+                    "out",
+                    idx.clone(),
+                    Expr::select(
+                        Expr::load(Type::BOOL, "flags", idx.clone()),
+                        Expr::let_in(
+                            "w",
+                            Expr::binary(
+                                BinOp::Shr,
+                                v.clone(),
+                                Expr::broadcast(Expr::int(Type::U8, 1), lanes),
+                            ),
+                            Expr::var(Type::U8.with_lanes(lanes), "w") * 3,
+                        ),
+                        Expr::saturating_cast(
+                            Type::U8,
+                            Expr::mul(
+                                Expr::cast(Type::F32, v.clone()),
+                                Expr::broadcast(scale.clone(), lanes),
+                            ),
+                        ),
+                    ),
+                ),
+                Stmt::IfThenElse {
+                    cond: Expr::lt(x(), Expr::i32(2)),
+                    then: Box::new(store("scalar", x(), Expr::load(Type::U8, "a", x()) + 1)),
+                    otherwise: Some(Box::new(store(
+                        "scalar",
+                        x(),
+                        Expr::cast(Type::U8, scale.clone()),
+                    ))),
+                },
+            ])),
+        },
+    );
+    let module = module(
+        vec![
+            buffer("a", Type::U8, 1, BufferRole::Input),
+            buffer("b", Type::U8, 1, BufferRole::Input),
+            buffer("flags", Type::BOOL, 1, BufferRole::Output),
+            buffer("out", Type::U8, 1, BufferRole::Output),
+            buffer("scalar", Type::U8, 1, BufferRole::Output),
+        ],
+        vec![param("scale", Type::F32)],
+        body,
+    );
+    let bufs = vec![
+        typed(random_bytes(64, 90), 1),
+        typed(random_bytes(64, 91), 1),
+        zeros(64),
+        zeros(64),
+        zeros(4),
+    ];
+    let params = [V::F(1.7)];
+    let out = check_against_reference(&module, &bufs, &params);
+    // Bools are stored as 0/1 bytes.
+    assert!(out[2].iter().all(|&f| f <= 1) && out[2].contains(&1));
+    let expected = reference(&module, &bufs, &params).unwrap();
+    let threaded = compile(
+        &module,
+        &CodegenOptions {
+            simd: true,
+            threads: true,
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        threaded.abi.tasks[0].captures,
+        ["scale", "a", "b", "flags", "out", "scalar"]
+    );
+    for threads in [1, 2, 4] {
+        let run = run_node(&threaded, &bufs, &[1.7f32.to_bits()], threads, 2);
+        assert_eq!(run.status, 0);
+        assert_eq!(run.buffers, expected);
+    }
+}

@@ -1,0 +1,473 @@
+//! Hand-built lowered modules shared by the codegen and execution tests.
+
+#![allow(dead_code)]
+
+use crate::common::*;
+use argent_ir::{AssertKind, BufferRole, Expr, ForKind, Stmt, Type};
+
+pub const N: i32 = 64;
+
+/// `out[x] = a[x] + b[x]` on u8 (wrapping), `lanes` lanes per iteration.
+pub fn add_u8(lanes: u16) -> argent_ir::Module {
+    let idx = dense(x() * lanes as i64, lanes);
+    let value = Expr::add(
+        Expr::load(Type::U8, "a", idx.clone()),
+        Expr::load(Type::U8, "b", idx.clone()),
+    );
+    let body = for_loop(
+        "x",
+        Expr::i32(0),
+        Expr::div(Expr::var_i32("out.extent.0"), Expr::i32(lanes as i64)),
+        ForKind::Vectorized,
+        store("out", idx, value),
+    );
+    module(
+        vec![
+            buffer("a", Type::U8, 1, BufferRole::Input),
+            buffer("b", Type::U8, 1, BufferRole::Input),
+            buffer("out", Type::U8, 1, BufferRole::Output),
+        ],
+        vec![],
+        body,
+    )
+}
+
+/// `q[x] = a[x] / p`, `r[x] = a[x] % p` on i32 with a run-time divisor.
+pub fn divmod_param(lanes: u16) -> argent_ir::Module {
+    let idx = if lanes == 1 {
+        x()
+    } else {
+        dense(x() * lanes as i64, lanes)
+    };
+    let a = Expr::load(Type::I32, "a", idx.clone());
+    let p = Expr::broadcast(Expr::var(Type::I32, "p"), lanes);
+    let body = for_loop(
+        "x",
+        Expr::i32(0),
+        Expr::div(Expr::var_i32("a.extent.0"), Expr::i32(lanes as i64)),
+        ForKind::Serial,
+        Stmt::Block(vec![
+            store("q", idx.clone(), Expr::div(a.clone(), p.clone())),
+            store("r", idx, Expr::modulo(a, p)),
+        ]),
+    );
+    module(
+        vec![
+            buffer("a", Type::I32, 1, BufferRole::Input),
+            buffer("q", Type::I32, 1, BufferRole::Output),
+            buffer("r", Type::I32, 1, BufferRole::Output),
+        ],
+        vec![param("p", Type::I32)],
+        body,
+    )
+}
+
+/// Division and modulo of `ty` lanes by constant `c`.
+pub fn divmod_const(ty: Type, c: i64, lanes: u16) -> argent_ir::Module {
+    let idx = dense(x() * lanes as i64, lanes);
+    let a = Expr::load(ty, "a", idx.clone());
+    let cv = Expr::broadcast(Expr::int(ty, c), lanes);
+    let body = for_loop(
+        "x",
+        Expr::i32(0),
+        Expr::div(Expr::var_i32("a.extent.0"), Expr::i32(lanes as i64)),
+        ForKind::Vectorized,
+        Stmt::Block(vec![
+            store("q", idx.clone(), Expr::div(a.clone(), cv.clone())),
+            store("r", idx, Expr::modulo(a, cv)),
+        ]),
+    );
+    module(
+        vec![
+            buffer("a", ty, 1, BufferRole::Input),
+            buffer("q", ty, 1, BufferRole::Output),
+            buffer("r", ty, 1, BufferRole::Output),
+        ],
+        vec![],
+        body,
+    )
+}
+
+/// The 3-tap box blur on u16: `out[x] = (in[x] + in[x+1] + in[x+2]) / 3`.
+pub fn blur3_u16(lanes: u16) -> argent_ir::Module {
+    let base = x() * lanes as i64;
+    let tap = |k: i64| Expr::load(Type::U16, "in", dense(base.clone() + k, lanes));
+    let sum = Expr::add(Expr::add(tap(0), tap(1)), tap(2));
+    let value = Expr::div(sum, Expr::broadcast(Expr::int(Type::U16, 3), lanes));
+    let body = for_loop(
+        "x",
+        Expr::i32(0),
+        Expr::div(Expr::var_i32("out.extent.0"), Expr::i32(lanes as i64)),
+        ForKind::Vectorized,
+        store("out", dense(base.clone(), lanes), value),
+    );
+    module(
+        vec![
+            buffer("in", Type::U16, 1, BufferRole::Input),
+            buffer("out", Type::U16, 1, BufferRole::Output),
+        ],
+        vec![],
+        body,
+    )
+}
+
+/// Deinterleaves RGBA u8 (stride-4 loads) into planes, then interleaves
+/// the planes back (stride-4 stores).
+pub fn rgba_roundtrip() -> argent_ir::Module {
+    let c = Expr::var_i32("c");
+    let n = Expr::div(Expr::var_i32("rgba.extent.0"), Expr::i32(4));
+    let load_rgba = Expr::load(
+        Type::U8,
+        "rgba",
+        Expr::ramp(x() * 64 + c.clone(), Expr::i32(4), 16),
+    );
+    let planar_index = dense(Expr::mul(c.clone(), n.clone()) + x() * 16, 16);
+    let deinterleave = for_loop(
+        "c",
+        Expr::i32(0),
+        Expr::i32(4),
+        ForKind::Serial,
+        for_loop(
+            "x",
+            Expr::i32(0),
+            Expr::div(n.clone(), Expr::i32(16)),
+            ForKind::Vectorized,
+            store("planes", planar_index.clone(), load_rgba),
+        ),
+    );
+    let interleave = for_loop(
+        "c",
+        Expr::i32(0),
+        Expr::i32(4),
+        ForKind::Serial,
+        for_loop(
+            "x",
+            Expr::i32(0),
+            Expr::div(n.clone(), Expr::i32(16)),
+            ForKind::Vectorized,
+            store(
+                "back",
+                Expr::ramp(x() * 64 + c.clone(), Expr::i32(4), 16),
+                Expr::load(Type::U8, "planes", planar_index) + 1,
+            ),
+        ),
+    );
+    module(
+        vec![
+            buffer("rgba", Type::U8, 1, BufferRole::Input),
+            buffer("planes", Type::U8, 1, BufferRole::Output),
+            buffer("back", Type::U8, 1, BufferRole::Output),
+        ],
+        vec![],
+        Stmt::Block(vec![deinterleave, interleave]),
+    )
+}
+
+/// RGB u16 (stride 3) to a luma-like sum, 8 lanes.
+pub fn rgb_u16_sum() -> argent_ir::Module {
+    let ch = |c: i64| Expr::load(Type::U16, "rgb", Expr::ramp(x() * 24 + c, Expr::i32(3), 8));
+    let value = Expr::add(Expr::add(ch(0), ch(1) * 2), ch(2));
+    let body = for_loop(
+        "x",
+        Expr::i32(0),
+        Expr::div(Expr::var_i32("out.extent.0"), Expr::i32(8)),
+        ForKind::Vectorized,
+        store("out", dense(x() * 8, 8), value),
+    );
+    module(
+        vec![
+            buffer("rgb", Type::U16, 1, BufferRole::Input),
+            buffer("out", Type::U16, 1, BufferRole::Output),
+        ],
+        vec![],
+        body,
+    )
+}
+
+/// Casts of `from` lanes to every scalar type, plain and saturating: one
+/// output buffer per (type, saturating) pair, in `cast_outputs` order.
+pub fn casts(from: Type, lanes: u16) -> argent_ir::Module {
+    let idx = if lanes == 1 {
+        x()
+    } else {
+        dense(x() * lanes as i64, lanes)
+    };
+    let v = Expr::load(from, "in", idx.clone());
+    let mut stores = Vec::new();
+    let mut buffers = vec![buffer("in", from, 1, BufferRole::Input)];
+    for (name, to, sat) in cast_outputs() {
+        let value = if sat {
+            Expr::saturating_cast(to, v.clone())
+        } else {
+            Expr::new(
+                to.with_lanes(lanes),
+                argent_ir::ExprKind::Cast {
+                    value: v.clone(),
+                    saturating: false,
+                },
+            )
+        };
+        stores.push(store(&name, idx.clone(), value));
+        buffers.push(buffer(&name, to, 1, BufferRole::Output));
+    }
+    let body = for_loop(
+        "x",
+        Expr::i32(0),
+        Expr::div(Expr::var_i32("in.extent.0"), Expr::i32(lanes as i64)),
+        ForKind::Vectorized,
+        Stmt::Block(stores),
+    );
+    module(buffers, vec![], body)
+}
+
+pub fn cast_outputs() -> Vec<(String, Type, bool)> {
+    let mut out = Vec::new();
+    for to in Type::ALL_SCALAR {
+        for sat in [false, true] {
+            out.push((format!("{to}{}", if sat { "_sat" } else { "" }), to, sat));
+        }
+    }
+    out
+}
+
+/// A scratch buffer allocated inside a loop of `iterations` iterations.
+pub fn alloc_in_loop(iterations: i64) -> argent_ir::Module {
+    let y = Expr::var_i32("y");
+    let fill = for_loop(
+        "x",
+        Expr::i32(0),
+        Expr::i32(64),
+        ForKind::Serial,
+        store(
+            "tmp",
+            x(),
+            Expr::load(Type::U8, "in", x()) + Expr::cast(Type::U8, y.clone()),
+        ),
+    );
+    let read = store(
+        "out",
+        y.clone(),
+        Expr::load(Type::U8, "tmp", Expr::modulo(y.clone(), Expr::i32(64))),
+    );
+    let body = for_loop(
+        "y",
+        Expr::i32(0),
+        Expr::i32(iterations),
+        ForKind::Serial,
+        Stmt::Allocate {
+            buffer: "tmp".into(),
+            ty: Type::U8,
+            size: Expr::i32(64),
+            body: Box::new(Stmt::Block(vec![fill, read])),
+        },
+    );
+    module(
+        vec![
+            buffer("in", Type::U8, 1, BufferRole::Input),
+            buffer("out", Type::U8, 1, BufferRole::Output),
+        ],
+        vec![],
+        body,
+    )
+}
+
+/// Checks that `in` covers [-1, needed], as lowering does for a blur.
+pub fn checked_copy() -> argent_ir::Module {
+    let min = Expr::var_i32("in.min.0");
+    let max = Expr::add(min.clone(), Expr::var_i32("in.extent.0")) - 1;
+    let needed_max = Expr::var_i32("needed");
+    let cond = Expr::and(
+        Expr::le(min.clone(), Expr::i32(-1)),
+        Expr::le(needed_max.clone(), max.clone()),
+    );
+    let check = Stmt::Assert {
+        cond,
+        kind: AssertKind::InputTooSmall {
+            input: "in".into(),
+            stage: "blur_x".into(),
+            dim: 0,
+        },
+        args: vec![Expr::i32(-1), needed_max, min, max],
+    };
+    let copy = for_loop(
+        "x",
+        Expr::i32(0),
+        Expr::var_i32("out.extent.0"),
+        ForKind::Serial,
+        store("out", x(), Expr::load(Type::U8, "in", x())),
+    );
+    module(
+        vec![
+            buffer("in", Type::U8, 1, BufferRole::Input),
+            buffer("out", Type::U8, 1, BufferRole::Output),
+        ],
+        vec![param("needed", Type::I32)],
+        Stmt::Block(vec![check, copy]),
+    )
+}
+
+/// Allocates `n` f32 values, `n` a parameter.
+pub fn alloc_param() -> argent_ir::Module {
+    let body = Stmt::Allocate {
+        buffer: "big".into(),
+        ty: Type::F32,
+        size: Expr::var_i32("n"),
+        body: Box::new(Stmt::Block(vec![
+            store("big", Expr::i32(0), Expr::f32(1.5)),
+            store(
+                "out",
+                Expr::i32(0),
+                Expr::load(Type::F32, "big", Expr::i32(0)),
+            ),
+        ])),
+    };
+    module(
+        vec![buffer("out", Type::F32, 1, BufferRole::Output)],
+        vec![param("n", Type::I32)],
+        body,
+    )
+}
+
+/// A 2-D blur: parallel over rows, each row blurred horizontally through
+/// a scratch line (so tasks allocate) with 8-lane u16 vectors.
+pub fn parallel_blur() -> argent_ir::Module {
+    let y = Expr::var_i32("y");
+    let w = Expr::var_i32("out.extent.0");
+    let in_row = Expr::mul(y.clone(), Expr::var_i32("in.stride.1"));
+    let tap = |k: i64| Expr::load(Type::U16, "in", dense(in_row.clone() + x() * 8 + k, 8));
+    let line = for_loop(
+        "x",
+        Expr::i32(0),
+        Expr::div(w.clone(), Expr::i32(8)),
+        ForKind::Vectorized,
+        store(
+            "line",
+            dense(x() * 8, 8),
+            Expr::div(
+                Expr::add(Expr::add(tap(0), tap(1)), tap(2)),
+                Expr::broadcast(Expr::int(Type::U16, 3), 8),
+            ),
+        ),
+    );
+    let copy = for_loop(
+        "x",
+        Expr::i32(0),
+        w.clone(),
+        ForKind::Serial,
+        store(
+            "out",
+            Expr::mul(y.clone(), Expr::var_i32("out.stride.1")) + x(),
+            Expr::load(Type::U16, "line", x()) + Expr::cast(Type::U16, y.clone()),
+        ),
+    );
+    let body = for_loop(
+        "y",
+        Expr::i32(0),
+        Expr::var_i32("out.extent.1"),
+        ForKind::Parallel,
+        Stmt::Allocate {
+            buffer: "line".into(),
+            ty: Type::U16,
+            size: w,
+            body: Box::new(Stmt::Block(vec![line, copy])),
+        },
+    );
+    module(
+        vec![
+            buffer("in", Type::U16, 2, BufferRole::Input),
+            buffer("out", Type::U16, 2, BufferRole::Output),
+        ],
+        vec![],
+        body,
+    )
+}
+
+/// Elementwise `f(a, b)` over `ty` vectors of `lanes` lanes, result type
+/// taken from `f`.
+pub fn elementwise(
+    ty: Type,
+    out_ty: Type,
+    lanes: u16,
+    f: impl Fn(Expr, Expr) -> Expr,
+) -> argent_ir::Module {
+    let idx = dense(x() * lanes as i64, lanes);
+    let a = Expr::load(ty, "a", idx.clone());
+    let b = Expr::load(ty, "b", idx.clone());
+    let body = for_loop(
+        "x",
+        Expr::i32(0),
+        Expr::div(Expr::var_i32("a.extent.0"), Expr::i32(lanes as i64)),
+        ForKind::Vectorized,
+        store("out", idx, f(a, b)),
+    );
+    module(
+        vec![
+            buffer("a", ty, 1, BufferRole::Input),
+            buffer("b", ty, 1, BufferRole::Input),
+            buffer("out", out_ty, 1, BufferRole::Output),
+        ],
+        vec![],
+        body,
+    )
+}
+
+/// `out[i] = a[2i]*b[2i] + a[2i+1]*b[2i+1]` on i16 inputs, i32 output.
+pub fn dot_i16() -> argent_ir::Module {
+    let a = Expr::load(Type::I16, "a", dense(x() * 16, 16));
+    let b = Expr::load(Type::I16, "b", dense(x() * 16, 16));
+    let even: Vec<u32> = (0..8).map(|i| 2 * i).collect();
+    let odd: Vec<u32> = (0..8).map(|i| 2 * i + 1).collect();
+    let wide = |v: &Expr, idx: &Vec<u32>| {
+        Expr::cast(Type::I32, Expr::shuffle(vec![v.clone()], idx.clone()))
+    };
+    let value = Expr::add(
+        Expr::mul(wide(&a, &even), wide(&b, &even)),
+        Expr::mul(wide(&a, &odd), wide(&b, &odd)),
+    );
+    let body = for_loop(
+        "x",
+        Expr::i32(0),
+        Expr::div(Expr::var_i32("out.extent.0"), Expr::i32(8)),
+        ForKind::Vectorized,
+        store("out", dense(x() * 8, 8), value),
+    );
+    module(
+        vec![
+            buffer("a", Type::I16, 1, BufferRole::Input),
+            buffer("b", Type::I16, 1, BufferRole::Input),
+            buffer("out", Type::I32, 1, BufferRole::Output),
+        ],
+        vec![],
+        body,
+    )
+}
+
+/// Interleaves four u8 planes into RGBA with one dense store of a shuffle
+/// (the form lowering gives when channels are unrolled and x vectorised).
+pub fn interleave_shuffle() -> argent_ir::Module {
+    let n = Expr::div(Expr::var_i32("rgba.extent.0"), Expr::i32(4));
+    let plane = |c: i64| {
+        Expr::load(
+            Type::U8,
+            "planes",
+            dense(Expr::mul(n.clone(), Expr::i32(c)) + x() * 16, 16),
+        )
+    };
+    let indices: Vec<u32> = (0..64).map(|i| (i % 4) * 16 + i / 4).collect();
+    let value = Expr::shuffle(vec![plane(0), plane(1), plane(2), plane(3)], indices);
+    let body = for_loop(
+        "x",
+        Expr::i32(0),
+        Expr::div(n.clone(), Expr::i32(16)),
+        ForKind::Vectorized,
+        store("rgba", dense(x() * 64, 64), value),
+    );
+    module(
+        vec![
+            buffer("planes", Type::U8, 1, BufferRole::Input),
+            buffer("rgba", Type::U8, 1, BufferRole::Output),
+        ],
+        vec![],
+        body,
+    )
+}
