@@ -95,6 +95,22 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         schedule: Option<PathBuf>,
     },
+    /// Lower a pipeline under its schedule and print the loop nest (Halide's
+    /// `.stmt` in spirit), the schedule tree, or the IR after a named pass.
+    Lower {
+        /// The pipeline source file (.ag).
+        pipeline: PathBuf,
+        /// A file holding a `schedule { ... }` block that replaces the pipeline's own.
+        #[arg(long, value_name = "FILE")]
+        schedule: Option<PathBuf>,
+        /// Print the schedule tree (domain, bands, marks) instead of loops.
+        #[arg(long)]
+        schedule_tree: bool,
+        /// Print the IR after this pass (or `all`: after every pass that
+        /// changed it) instead of only the final result.
+        #[arg(long, value_name = "PASS")]
+        print_after: Option<String>,
+    },
     /// Fail with an internal error on purpose (tests the exit-code mapping).
     #[command(hide = true)]
     DebugInternalError {
@@ -160,6 +176,30 @@ fn dispatch(command: Option<Command>, color: bool) -> Result<(), CliError> {
         Some(Command::Print { pipeline, schedule }) => {
             let loaded = run::load(&pipeline, schedule.as_deref(), color)?;
             print!("{}", loaded.pipeline);
+            Ok(())
+        }
+        Some(Command::Lower {
+            pipeline,
+            schedule,
+            schedule_tree,
+            print_after,
+        }) => {
+            let loaded = run::load(&pipeline, schedule.as_deref(), color)?;
+            let options = argent_lower::LowerOptions {
+                print_after: print_after.clone(),
+                ..Default::default()
+            };
+            let lowered =
+                argent_lower::lower(&loaded.pipeline, &options).map_err(run::lower_error)?;
+            if schedule_tree {
+                print!("{}", lowered.schedule_tree);
+            } else if print_after.is_some() {
+                for (pass, text) in &lowered.dumps {
+                    println!("# after {pass}\n{text}");
+                }
+            } else {
+                print!("{}", lowered.module.body);
+            }
             Ok(())
         }
         Some(Command::DebugInternalError { panic }) => {

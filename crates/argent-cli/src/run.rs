@@ -54,6 +54,24 @@ pub struct RunArgs {
     /// Print how long the interpreter took.
     #[arg(long)]
     pub time: bool,
+    /// What executes the pipeline: the reference interpreter (the algorithm
+    /// alone), or the lowered program (the schedule's loop nest, run by the
+    /// lowered-IR executor; the WebAssembly runtime runs the same program).
+    #[arg(long, value_enum, default_value_t = Engine::Reference)]
+    pub engine: Engine,
+    /// With `--engine lowered`: print how many values each stage stored and
+    /// the size of every allocation.
+    #[arg(long)]
+    pub stats: bool,
+}
+
+/// What executes a pipeline in `argent run`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Engine {
+    /// The reference interpreter: evaluates the algorithm, ignores the schedule.
+    Reference,
+    /// Lowering plus the lowered-IR executor: follows the schedule.
+    Lowered,
 }
 
 /// Parses `NAME=VALUE`.
@@ -144,7 +162,16 @@ pub fn run_default() -> Result<(), CliError> {
         .map_err(|e| CliError::Internal(format!("the bundled photo does not decode: {e}")))?;
     let path = PathBuf::from("out/unsharp_mask.png");
     let inputs = vec![(pipeline.inputs[0].name.clone(), photo)];
-    let report = execute(&pipeline, &inputs, &[], None, 16, &path)?;
+    let report = execute(
+        &pipeline,
+        &inputs,
+        &[],
+        None,
+        16,
+        Engine::Reference,
+        false,
+        &path,
+    )?;
     println!(
         "Ran {DEFAULT_EXAMPLE_NAME} (unsharp mask, amount 1.5) on the bundled photo {BUNDLED_PHOTO_NAME} ({}x{}).",
         report.width, report.height
@@ -203,7 +230,16 @@ pub fn run(args: &RunArgs, color: bool) -> Result<(), CliError> {
         .clone()
         .unwrap_or_else(|| PathBuf::from("out").join(format!("{stem}.png")));
     images::output_format(&path).map_err(|e| CliError::User(format!("error: {e}")))?;
-    let report = execute(pipeline, &photos, &args.params, args.size, args.bits, &path)?;
+    let report = execute(
+        pipeline,
+        &photos,
+        &args.params,
+        args.size,
+        args.bits,
+        args.engine,
+        args.stats,
+        &path,
+    )?;
     for written in &report.written {
         println!(
             "wrote {} ({}x{})",
@@ -293,6 +329,8 @@ fn execute(
     param_args: &[(String, String)],
     size: Option<(u32, u32)>,
     bits: u8,
+    engine: Engine,
+    stats: bool,
     path: &Path,
 ) -> Result<Report, CliError> {
     let mut buffers: Vec<(String, Buffer)> = Vec::new();
@@ -366,7 +404,10 @@ fn execute(
         })
         .collect();
 
-    let (outputs, elapsed) = realize_on_big_stack(pipeline, &buffers, &params, &region)?;
+    let (outputs, elapsed) = match engine {
+        Engine::Reference => realize_on_big_stack(pipeline, &buffers, &params, &region)?,
+        Engine::Lowered => run_lowered(pipeline, &buffers, &params, &region, stats)?,
+    };
 
     let mut written = Vec::new();
     let mut report_size = (width as u32, height as u32);
@@ -431,6 +472,61 @@ fn realize_on_big_stack(
             Err(payload) => Err(CliError::from_panic(payload)),
         }
     })
+}
+
+/// Lowers the pipeline under its schedule and runs the lowered program
+/// with the executor, on output buffers covering `region`.
+fn run_lowered(
+    pipeline: &Pipeline,
+    buffers: &[(String, Buffer)],
+    params: &[(String, Value)],
+    region: &[(i64, i64)],
+    print_stats: bool,
+) -> Result<(Vec<Buffer>, Duration), CliError> {
+    let start = Instant::now();
+    let lowered = argent_lower::lower(pipeline, &argent_lower::LowerOptions::default())
+        .map_err(lower_error)?;
+    let mut outputs: Vec<Buffer> = Vec::new();
+    for name in &pipeline.outputs {
+        let func = pipeline
+            .func(name)
+            .ok_or_else(|| CliError::Internal(format!("output `{name}` has no definition")))?;
+        let dims = &region[..func.args.len().min(region.len())];
+        let extents: Vec<i64> = dims.iter().map(|d| d.1).collect();
+        let mins: Vec<i64> = dims.iter().map(|d| d.0).collect();
+        outputs.push(Buffer::new(func.ty, &extents).with_min(&mins));
+    }
+    let inputs: Vec<(&str, &Buffer)> = buffers.iter().map(|(n, b)| (n.as_str(), b)).collect();
+    let params: Vec<(&str, Value)> = params.iter().map(|(n, v)| (n.as_str(), *v)).collect();
+    let mut targets: Vec<(&str, &mut Buffer)> = pipeline
+        .outputs
+        .iter()
+        .map(String::as_str)
+        .zip(outputs.iter_mut())
+        .collect();
+    let stats =
+        argent_lower::exec::run(&lowered.module, &inputs, &mut targets, &params).map_err(|e| {
+            match e {
+                argent_lower::exec::ExecError::AssertFailed { kind, args } => {
+                    let args: Vec<i64> = args.iter().map(|v| v.as_i64()).collect();
+                    CliError::User(format!("error: {}", kind.message(&args)))
+                }
+                e if e.is_compiler_bug() => CliError::Internal(e.to_string()),
+                e => CliError::User(format!("error: {e}")),
+            }
+        })?;
+    if print_stats {
+        eprint!("{stats}");
+    }
+    Ok((outputs, start.elapsed()))
+}
+
+/// Schedule and algorithm problems are the user's; anything else is ours.
+pub fn lower_error(e: argent_lower::LowerError) -> CliError {
+    match e {
+        argent_lower::LowerError::Bug(bug) => CliError::Internal(bug.to_string()),
+        other => CliError::User(other.to_string()),
+    }
 }
 
 #[cfg(test)]

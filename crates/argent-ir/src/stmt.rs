@@ -151,3 +151,54 @@ impl Stmt {
         matches!(self, Stmt::Block(v) if v.is_empty())
     }
 }
+
+impl AssertKind {
+    /// The user-facing message for a failed check, given the values of its
+    /// `args` (see each variant for their order). Every executor and
+    /// runtime uses this text so errors read the same everywhere.
+    ///
+    /// ```
+    /// use argent_ir::AssertKind;
+    /// let kind = AssertKind::InputTooSmall { input: "in".into(), stage: "blur_x".into(), dim: 0 };
+    /// assert_eq!(
+    ///     kind.message(&[-1, 512, 0, 511]),
+    ///     "input `in` is too small for stage `blur_x`: dimension 0 needs [-1, 512] but the input covers [0, 511]"
+    /// );
+    /// ```
+    pub fn message(&self, args: &[i64]) -> String {
+        let arg = |i: usize| args.get(i).copied().unwrap_or(0);
+        match self {
+            AssertKind::InputTooSmall { input, stage, dim } => format!(
+                "input `{input}` is too small for stage `{stage}`: dimension {dim} needs [{}, {}] but the input covers [{}, {}]",
+                arg(0),
+                arg(1),
+                arg(2),
+                arg(3)
+            ),
+            AssertKind::OutputTooSmall { output, dim } => format!(
+                "output `{output}` does not cover the requested region: dimension {dim} needs [{}, {}] but the buffer covers [{}, {}]",
+                arg(0),
+                arg(1),
+                arg(2),
+                arg(3)
+            ),
+            AssertKind::AllocationTooLarge { buffer } => {
+                let bytes = if args.len() >= 2 {
+                    (arg(1) << 32) | (arg(0) & 0xffff_ffff)
+                } else {
+                    arg(0)
+                };
+                format!(
+                    "buffer `{buffer}` would need {bytes} bytes, more than WebAssembly's 4 GiB memory can hold"
+                )
+            }
+            AssertKind::ParamOutOfRange { param } => {
+                format!(
+                    "parameter `{param}` is outside its declared range (value {})",
+                    arg(0)
+                )
+            }
+            AssertKind::Other(text) => text.clone(),
+        }
+    }
+}

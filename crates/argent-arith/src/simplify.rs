@@ -1,0 +1,1471 @@
+//! A rule-based simplifier for expressions and statements.
+//!
+//! Which rules apply depends on the type, because Argent's integers wrap:
+//! - Integer `+`, `-`, `*` by constants and negation form a ring modulo
+//!   2^bits, so sums are normalised into linear combinations of atoms
+//!   (`(x + 3) + 2` -> `x + 5`, `(a + 2) - (a + 7)` -> `-5`) for every
+//!   integer type, and equality of two sums that differ by a constant folds.
+//! - Rules that reason about order (comparisons of `x + c1` with `x + c2`,
+//!   `min`/`max` of them, pulling multiples out of `/` and `%`) hold only
+//!   when the arithmetic does not overflow. As in Halide, they are applied
+//!   to `i32` only, which is what indices and loop bounds use; `u8`, `u16`,
+//!   `u32`, `i8` and `i16` get only the exact rules.
+//! - Floats are never reassociated: only constant folding (in single
+//!   precision, exactly as evaluated at run time), `x * 1`, `x / 1`,
+//!   `x - 0` and moving constants to the right of `+` and `*`.
+//!
+//! Constant bounds of loop variables (and of `let`s) are tracked while
+//! simplifying statements, so `min(x, 100)` inside `for (x, 0, 16)` becomes
+//! `x`. Example:
+//!
+//! ```text
+//! for (x, 0, 1) { f[(x + 2) - 1] = min(x, 7) }   ==>   f[1] = 0
+//! ```
+
+use crate::eval::{self, Scalar, const_scalar, scalar_to_expr};
+use crate::interval::Scope;
+use crate::{const_int, expr_binds_any, expr_cmp, expr_eq, is_const, vars_of};
+use argent_ir::visit::{Visitor, expr_uses_var, substitute, walk_expr, walk_stmt};
+use argent_ir::{BinOp, CallTarget, Expr, ExprKind, Intrinsic, Stmt, Type, UnaryOp};
+use std::cmp::Ordering;
+use std::collections::{HashMap, HashSet};
+
+/// Simplify an expression. The result has the same value for every
+/// assignment of its free variables (assuming, like Halide, that `i32`
+/// arithmetic in comparisons and `min`/`max` does not overflow).
+pub fn simplify(e: &Expr) -> Expr {
+    Simplifier::default().expr(e)
+}
+
+/// Simplify a statement: every expression in it, plus dead-code rules
+/// (constant conditions, loops of extent 0 or 1, empty bodies, trivial
+/// `LetStmt`s substituted into their bodies).
+pub fn simplify_stmt(s: &Stmt) -> Stmt {
+    Simplifier::default().stmt(s)
+}
+
+/// Simplify `e` knowing that each variable of `scope` lies in its interval
+/// (only constant bounds are used).
+pub fn simplify_in_scope(e: &Expr, scope: &Scope) -> Expr {
+    let mut s = Simplifier::default();
+    for (name, interval) in scope.iter() {
+        let lo = interval
+            .min
+            .as_ref()
+            .and_then(const_int)
+            .unwrap_or(i64::MIN);
+        let hi = interval
+            .max
+            .as_ref()
+            .and_then(const_int)
+            .unwrap_or(i64::MAX);
+        s.push_bounds(name, (lo, hi));
+    }
+    s.expr(e)
+}
+
+/// Whether `e` (a bool) simplifies to `true`.
+pub fn can_prove(e: &Expr) -> bool {
+    const_int(&simplify(e)) == Some(1)
+}
+
+/// Whether `e` (a bool) simplifies to `true` given the bounds in `scope`.
+pub fn can_prove_in_scope(e: &Expr, scope: &Scope) -> bool {
+    const_int(&simplify_in_scope(e, scope)) == Some(1)
+}
+
+/// Inclusive constant bounds of an integer expression.
+pub(crate) type Bounds = (i64, i64);
+
+fn type_range(ty: Type) -> Bounds {
+    let t = ty.element();
+    if t.is_integer() || t.is_bool() {
+        (t.min_value() as i64, t.max_value() as i64)
+    } else {
+        (i64::MIN, i64::MAX)
+    }
+}
+
+/// A sum `constant + sum(coefficient * atom)` in the ring of an integer
+/// type; coefficients and constant are kept wrapped to the type.
+#[derive(Clone, Debug)]
+struct Linear {
+    ty: Type,
+    terms: Vec<(Expr, i64)>,
+    constant: i64,
+}
+
+impl Linear {
+    fn constant(ty: Type, c: i64) -> Linear {
+        Linear {
+            ty,
+            terms: Vec::new(),
+            constant: ty.wrap(c),
+        }
+    }
+
+    fn add_term(&mut self, t: &Expr, c: i64) {
+        let ty = self.ty;
+        if let Some(pos) = self.terms.iter().position(|(x, _)| expr_eq(x, t)) {
+            let nc = ty.wrap(self.terms[pos].1.wrapping_add(c));
+            if nc == 0 {
+                self.terms.remove(pos);
+            } else {
+                self.terms[pos].1 = nc;
+            }
+        } else if ty.wrap(c) != 0 {
+            self.terms.push((t.clone(), ty.wrap(c)));
+        }
+    }
+
+    fn add(&mut self, other: &Linear, sign: i64) {
+        for (t, c) in &other.terms {
+            self.add_term(t, c.wrapping_mul(sign));
+        }
+        self.constant = self.ty.wrap(
+            self.constant
+                .wrapping_add(other.constant.wrapping_mul(sign)),
+        );
+    }
+
+    fn scale(&mut self, c: i64) {
+        let ty = self.ty;
+        for t in &mut self.terms {
+            t.1 = ty.wrap(t.1.wrapping_mul(c));
+        }
+        self.terms.retain(|t| t.1 != 0);
+        self.constant = ty.wrap(self.constant.wrapping_mul(c));
+    }
+
+    fn is_constant(&self) -> bool {
+        self.terms.is_empty()
+    }
+
+    /// Whether every coefficient and the constant are small enough that
+    /// the order-based `i32` rules cannot be fooled by an intermediate
+    /// result wrapping (values are assumed to stay well inside 2^30).
+    fn is_small(&self) -> bool {
+        const LIMIT: i64 = 1 << 24;
+        self.constant.abs() <= LIMIT && self.terms.iter().all(|(_, c)| c.abs() <= LIMIT)
+    }
+}
+
+/// The difference `a - b` as a linear combination, when both sides are
+/// small enough for order-based reasoning.
+fn small_difference(a: &Expr, b: &Expr) -> Option<Linear> {
+    let (la, lb) = (linearize(a), linearize(b));
+    if !la.is_small() || !lb.is_small() {
+        return None;
+    }
+    let mut d = la;
+    d.add(&lb, -1);
+    d.is_small().then_some(d)
+}
+
+/// Decompose an integer scalar expression into a linear combination.
+fn linearize(e: &Expr) -> Linear {
+    let ty = e.ty();
+    match e.kind() {
+        ExprKind::IntImm(v) => Linear::constant(ty, *v),
+        ExprKind::Binary {
+            op: BinOp::Add,
+            a,
+            b,
+        } => {
+            let mut l = linearize(a);
+            l.add(&linearize(b), 1);
+            l
+        }
+        ExprKind::Binary {
+            op: BinOp::Sub,
+            a,
+            b,
+        } => {
+            let mut l = linearize(a);
+            l.add(&linearize(b), -1);
+            l
+        }
+        ExprKind::Binary {
+            op: BinOp::Mul,
+            a,
+            b,
+        } if const_int(b).is_some() || const_int(a).is_some() => {
+            let (x, c) = match const_int(b) {
+                Some(c) => (a, c),
+                None => (b, const_int(a).unwrap_or(1)),
+            };
+            let mut l = linearize(x);
+            l.scale(c);
+            l
+        }
+        ExprKind::Unary {
+            op: UnaryOp::Neg,
+            value,
+        } => {
+            let mut l = linearize(value);
+            l.scale(-1);
+            l
+        }
+        _ => {
+            let mut l = Linear::constant(ty, 0);
+            l.add_term(e, 1);
+            l
+        }
+    }
+}
+
+/// Whether a wrapped coefficient reads better subtracted: negative for
+/// signed types, more than half the range for unsigned ones.
+fn reads_negative(ty: Type, c: i64) -> bool {
+    let neg = ty.wrap(c.wrapping_neg());
+    if ty.is_int() {
+        c < 0 && neg != c
+    } else {
+        neg < c
+    }
+}
+
+/// Rebuild an expression from a linear combination, in canonical order:
+/// atoms sorted, added terms first, then subtracted ones, then the constant.
+fn rebuild(mut l: Linear) -> Expr {
+    let ty = l.ty;
+    l.terms.sort_by(|a, b| expr_cmp(&a.0, &b.0));
+    let term = |t: &Expr, c: i64| {
+        if c == 1 {
+            t.clone()
+        } else {
+            Expr::mul(t.clone(), Expr::int(ty, c))
+        }
+    };
+    let mut acc: Option<Expr> = None;
+    for (t, c) in l.terms.iter().filter(|(_, c)| !reads_negative(ty, *c)) {
+        let x = term(t, *c);
+        acc = Some(match acc {
+            None => x,
+            Some(a) => Expr::add(a, x),
+        });
+    }
+    let mut constant = l.constant;
+    for (t, c) in l.terms.iter().filter(|(_, c)| reads_negative(ty, *c)) {
+        let x = term(t, ty.wrap(c.wrapping_neg()));
+        acc = Some(match acc {
+            None => {
+                // Nothing positive yet: start from the constant.
+                let start = Expr::int(ty, constant);
+                constant = 0;
+                Expr::sub(start, x)
+            }
+            Some(a) => Expr::sub(a, x),
+        });
+    }
+    match acc {
+        None => Expr::int(ty, constant),
+        Some(a) if constant == 0 => a,
+        Some(a) if reads_negative(ty, constant) => {
+            Expr::sub(a, Expr::int(ty, constant.wrapping_neg()))
+        }
+        Some(a) => Expr::add(a, Expr::int(ty, constant)),
+    }
+}
+
+fn bool_expr(lanes: u16, v: bool) -> Expr {
+    Expr::broadcast(Expr::bool(v), lanes)
+}
+
+fn is_float_const(e: &Expr, v: f64) -> bool {
+    match e.kind() {
+        ExprKind::FloatImm(x) => *x == v && x.is_sign_positive() == v.is_sign_positive(),
+        ExprKind::Broadcast { value, .. } => is_float_const(value, v),
+        _ => false,
+    }
+}
+
+/// Intrinsics whose constant folding matches every backend bit for bit
+/// (the transcendental functions are left to run time).
+fn foldable(i: Intrinsic) -> bool {
+    matches!(
+        i,
+        Intrinsic::Abs
+            | Intrinsic::Absd
+            | Intrinsic::Floor
+            | Intrinsic::Ceil
+            | Intrinsic::Round
+            | Intrinsic::Trunc
+            | Intrinsic::IsNan
+            | Intrinsic::Reinterpret
+            | Intrinsic::Likely
+            | Intrinsic::Sqrt
+    )
+}
+
+#[derive(Default)]
+pub(crate) struct Simplifier {
+    /// Known constant bounds of variables (loop variables, lets), innermost
+    /// binding last.
+    bounds: HashMap<String, Vec<Bounds>>,
+}
+
+impl Simplifier {
+    pub(crate) fn push_bounds(&mut self, name: &str, b: Bounds) {
+        self.bounds.entry(name.to_string()).or_default().push(b);
+    }
+    pub(crate) fn pop_bounds(&mut self, name: &str) {
+        if let Some(v) = self.bounds.get_mut(name) {
+            v.pop();
+        }
+    }
+
+    /// Constant bounds of an integer expression, exact under wrapping: a
+    /// result that would leave the type's range gives the whole range.
+    pub(crate) fn const_interval(&self, e: &Expr) -> Bounds {
+        let ty = e.ty();
+        let full = type_range(ty);
+        if !(ty.is_integer() || ty.is_bool()) {
+            return full;
+        }
+        let fit = |lo: i128, hi: i128| -> Bounds {
+            if lo >= full.0 as i128 && hi <= full.1 as i128 && lo <= hi {
+                (lo as i64, hi as i64)
+            } else {
+                full
+            }
+        };
+        match e.kind() {
+            ExprKind::IntImm(v) => (*v, *v),
+            ExprKind::Var(n) => match self.bounds.get(n).and_then(|v| v.last()) {
+                Some(&(lo, hi)) => (lo.max(full.0), hi.min(full.1)),
+                None => full,
+            },
+            ExprKind::Broadcast { value, .. } => self.const_interval(value),
+            ExprKind::Ramp {
+                base,
+                stride,
+                lanes,
+            } => {
+                let (b, s) = (self.const_interval(base), self.const_interval(stride));
+                let n = *lanes as i128 - 1;
+                let cands = [b.0 as i128 + s.0 as i128 * n, b.0 as i128 + s.1 as i128 * n];
+                let hi_c = [b.1 as i128 + s.0 as i128 * n, b.1 as i128 + s.1 as i128 * n];
+                let lo = (b.0 as i128).min(cands[0]).min(cands[1]);
+                let hi = (b.1 as i128).max(hi_c[0]).max(hi_c[1]);
+                fit(lo, hi)
+            }
+            ExprKind::Cast { value, saturating } => {
+                let from = value.ty();
+                if !from.is_integer() && !from.is_bool() {
+                    return full;
+                }
+                let (lo, hi) = self.const_interval(value);
+                if *saturating {
+                    (lo.clamp(full.0, full.1), hi.clamp(full.0, full.1))
+                } else {
+                    fit(lo as i128, hi as i128)
+                }
+            }
+            ExprKind::Call {
+                target: CallTarget::Intrinsic(Intrinsic::Likely),
+                args,
+            } if args.len() == 1 => self.const_interval(&args[0]),
+            ExprKind::Select {
+                then, otherwise, ..
+            } => {
+                let (a, b) = (self.const_interval(then), self.const_interval(otherwise));
+                (a.0.min(b.0), a.1.max(b.1))
+            }
+            ExprKind::Let { body, .. } => {
+                // The let-bound name is not tracked here, so the body's
+                // bounds are only as good as its other variables.
+                let _ = body;
+                full
+            }
+            ExprKind::Unary {
+                op: UnaryOp::Neg,
+                value,
+            } => {
+                let (lo, hi) = self.const_interval(value);
+                fit(-(hi as i128), -(lo as i128))
+            }
+            ExprKind::Binary { op, a, b } => {
+                if op.is_comparison() || op.is_logical() {
+                    return (0, 1);
+                }
+                let (x, y) = (self.const_interval(a), self.const_interval(b));
+                let (x0, x1, y0, y1) = (x.0 as i128, x.1 as i128, y.0 as i128, y.1 as i128);
+                match op {
+                    BinOp::Add => fit(x0 + y0, x1 + y1),
+                    BinOp::Sub => fit(x0 - y1, x1 - y0),
+                    BinOp::Mul => {
+                        let c = [x0 * y0, x0 * y1, x1 * y0, x1 * y1];
+                        fit(*c.iter().min().unwrap(), *c.iter().max().unwrap())
+                    }
+                    BinOp::Min => (x.0.min(y.0), x.1.min(y.1)),
+                    BinOp::Max => (x.0.max(y.0), x.1.max(y.1)),
+                    BinOp::Div if y0 == y1 && y0 != 0 => {
+                        let c = y0;
+                        let (q0, q1) = (x0.div_euclid(c), x1.div_euclid(c));
+                        fit(q0.min(q1), q0.max(q1))
+                    }
+                    BinOp::Div if y0 > 0 => {
+                        // Euclidean quotients by positive divisors are
+                        // monotone in the dividend; the extremes are at
+                        // the corners.
+                        let c = [
+                            x0.div_euclid(y0),
+                            x0.div_euclid(y1),
+                            x1.div_euclid(y0),
+                            x1.div_euclid(y1),
+                        ];
+                        fit(*c.iter().min().unwrap(), *c.iter().max().unwrap())
+                    }
+                    BinOp::Mod if y0 == y1 && y0 != 0 => {
+                        let c = y0.abs();
+                        if x0.div_euclid(c) == x1.div_euclid(c) {
+                            fit(x0.rem_euclid(c), x1.rem_euclid(c))
+                        } else {
+                            fit(0, c - 1)
+                        }
+                    }
+                    BinOp::Mod => {
+                        let m = y0.abs().max(y1.abs());
+                        if x0 >= 0 && x1 < m && y0 > 0 && x1 < y0 {
+                            (x.0, x.1)
+                        } else {
+                            fit(0, (m - 1).max(0))
+                        }
+                    }
+                    BinOp::BitAnd if x0 >= 0 && y0 >= 0 => fit(0, x1.min(y1)),
+                    BinOp::Shr if y0 == y1 && (0..63).contains(&y0) => fit(x0 >> y0, x1 >> y0),
+                    BinOp::Shl if y0 == y1 && (0..32).contains(&y0) => fit(x0 << y0, x1 << y0),
+                    _ => full,
+                }
+            }
+            _ => full,
+        }
+    }
+
+    // ---- expressions --------------------------------------------------------
+
+    pub(crate) fn expr(&mut self, e: &Expr) -> Expr {
+        match e.kind() {
+            ExprKind::IntImm(_) | ExprKind::FloatImm(_) => e.clone(),
+            ExprKind::Var(_) => {
+                if e.ty().is_integer() {
+                    let (lo, hi) = self.const_interval(e);
+                    if lo == hi {
+                        return Expr::int(e.ty(), lo);
+                    }
+                }
+                e.clone()
+            }
+            ExprKind::Cast { value, saturating } => {
+                let v = self.expr(value);
+                self.cast(e.ty(), v, *saturating)
+            }
+            ExprKind::Unary { op, value } => {
+                let v = self.expr(value);
+                self.unary(*op, v)
+            }
+            ExprKind::Binary { op, a, b } => {
+                let (a, b) = (self.expr(a), self.expr(b));
+                self.binary(*op, a, b)
+            }
+            ExprKind::Select {
+                cond,
+                then,
+                otherwise,
+            } => {
+                let c = self.expr(cond);
+                let (t, o) = (self.expr(then), self.expr(otherwise));
+                self.select(c, t, o)
+            }
+            ExprKind::Call { target, args } => {
+                let args: Vec<Expr> = args.iter().map(|a| self.expr(a)).collect();
+                if let CallTarget::Intrinsic(i) = target
+                    && foldable(*i)
+                    && !args.is_empty()
+                    && let Some(vals) = args
+                        .iter()
+                        .map(const_scalar)
+                        .collect::<Option<Vec<Scalar>>>()
+                {
+                    let tys: Vec<Type> = args.iter().map(|a| a.ty()).collect();
+                    return scalar_to_expr(e.ty(), eval::intrinsic(*i, e.ty(), &tys, &vals));
+                }
+                Expr::call(e.ty(), target.clone(), args)
+            }
+            ExprKind::Let { name, value, body } => self.let_expr(name, value, body),
+            ExprKind::Load { buffer, index } => {
+                Expr::load(e.ty().element(), buffer.clone(), self.expr(index))
+            }
+            ExprKind::Ramp {
+                base,
+                stride,
+                lanes,
+            } => {
+                let (b, s) = (self.expr(base), self.expr(stride));
+                if const_int(&s) == Some(0) && !s.ty().is_float() {
+                    return Expr::broadcast(b, *lanes);
+                }
+                Expr::ramp(b, s, *lanes)
+            }
+            ExprKind::Broadcast { value, lanes } => Expr::broadcast(self.expr(value), *lanes),
+            ExprKind::Shuffle { vectors, indices } => {
+                if vectors.is_empty() {
+                    return e.clone();
+                }
+                let v: Vec<Expr> = vectors.iter().map(|x| self.expr(x)).collect();
+                Expr::shuffle(v, indices.clone())
+            }
+        }
+    }
+
+    fn let_expr(&mut self, name: &str, value: &Expr, body: &Expr) -> Expr {
+        let v = self.expr(value);
+        let trivial = is_trivial(&v)
+            || argent_ir::visit::expr_uses_var(body, name) && count_uses(body, name) <= 1;
+        if trivial && !expr_binds_any(body, &vars_of(&v)) {
+            return self.expr(&substitute(body, name, &v));
+        }
+        let b = if v.ty().is_integer() {
+            let bounds = self.const_interval(&v);
+            self.push_bounds(name, bounds);
+            let b = self.expr(body);
+            self.pop_bounds(name);
+            b
+        } else {
+            self.push_bounds(name, (i64::MIN, i64::MAX));
+            let b = self.expr(body);
+            self.pop_bounds(name);
+            b
+        };
+        if !expr_uses_var(&b, name) {
+            return b;
+        }
+        Expr::let_in(name, v, b)
+    }
+
+    fn cast(&mut self, ty: Type, v: Expr, saturating: bool) -> Expr {
+        let from = v.ty();
+        if let Some(c) = const_scalar(&v) {
+            return scalar_to_expr(ty, eval::cast(ty, from, c, saturating));
+        }
+        if from == ty {
+            return v;
+        }
+        let int_to_int = from.is_integer() && ty.is_integer();
+        if saturating && int_to_int {
+            let (lo, hi) = self.const_interval(&v);
+            let (tlo, thi) = type_range(ty);
+            if lo >= tlo && hi <= thi {
+                return self.cast(ty, v, false);
+            }
+        }
+        if !saturating
+            && let ExprKind::Cast {
+                value: inner,
+                saturating: false,
+            } = v.kind()
+        {
+            // A lossless conversion followed by another one is the
+            // second applied directly.
+            let (t0, t1) = (inner.ty(), from);
+            let lossless =
+                (t0.is_integer() || t0.is_bool()) && Type::can_represent(t1, t0) && !t1.is_bool();
+            if lossless && !(t1.is_float() && ty.is_integer() && !t0.is_integer()) {
+                return self.cast(ty, inner.clone(), false);
+            }
+        }
+        Expr::new(
+            ty,
+            ExprKind::Cast {
+                value: v,
+                saturating,
+            },
+        )
+    }
+
+    fn unary(&mut self, op: UnaryOp, v: Expr) -> Expr {
+        let ty = v.ty();
+        if let Some(c) = const_scalar(&v) {
+            return scalar_to_expr(ty, eval::unary(op, ty, c));
+        }
+        match (op, v.kind()) {
+            (
+                UnaryOp::Neg,
+                ExprKind::Unary {
+                    op: UnaryOp::Neg,
+                    value,
+                },
+            )
+            | (
+                UnaryOp::Not,
+                ExprKind::Unary {
+                    op: UnaryOp::Not,
+                    value,
+                },
+            )
+            | (
+                UnaryOp::BitNot,
+                ExprKind::Unary {
+                    op: UnaryOp::BitNot,
+                    value,
+                },
+            ) => return value.clone(),
+            (UnaryOp::Neg, _) if ty.is_integer() && ty.is_scalar() => {
+                let mut l = linearize(&v);
+                l.scale(-1);
+                return rebuild(l);
+            }
+            (UnaryOp::Not, ExprKind::Binary { op: cmp, a, b }) if cmp.is_comparison() => {
+                let exact =
+                    a.ty().is_integer() || a.ty().is_bool() || matches!(cmp, BinOp::Eq | BinOp::Ne);
+                if exact {
+                    let (nop, x, y) = match cmp {
+                        BinOp::Eq => (BinOp::Ne, a, b),
+                        BinOp::Ne => (BinOp::Eq, a, b),
+                        BinOp::Lt => (BinOp::Le, b, a),
+                        BinOp::Le => (BinOp::Lt, b, a),
+                        BinOp::Gt => (BinOp::Le, a, b),
+                        _ => (BinOp::Lt, a, b),
+                    };
+                    return self.binary(nop, x.clone(), y.clone());
+                }
+            }
+            _ => {}
+        }
+        Expr::unary(op, v)
+    }
+
+    fn select(&mut self, c: Expr, t: Expr, o: Expr) -> Expr {
+        if let Some(v) = const_int(&c) {
+            return if v != 0 { t } else { o };
+        }
+        if expr_eq(&t, &o) {
+            return t;
+        }
+        if let ExprKind::Unary {
+            op: UnaryOp::Not,
+            value,
+        } = c.kind()
+        {
+            return self.select(value.clone(), o, t);
+        }
+        if t.ty().is_bool() && t.ty() == c.ty() {
+            match (const_int(&t), const_int(&o)) {
+                (Some(1), Some(0)) => return c,
+                (Some(0), Some(1)) => return self.unary(UnaryOp::Not, c),
+                _ => {}
+            }
+        }
+        Expr::select(c, t, o)
+    }
+
+    pub(crate) fn binary(&mut self, op: BinOp, a: Expr, b: Expr) -> Expr {
+        let ty = a.ty();
+        if let (Some(x), Some(y)) = (const_scalar(&a), const_scalar(&b)) {
+            let rty = if op.is_comparison() || op.is_logical() {
+                Type::BOOL.with_lanes(ty.lanes)
+            } else {
+                ty
+            };
+            return scalar_to_expr(rty, eval::binary(op, ty, x, y));
+        }
+        if op.is_logical() {
+            return self.logical(op, a, b);
+        }
+        // Comparisons are canonically `<` and `<=`.
+        if op == BinOp::Gt {
+            return self.binary(BinOp::Lt, b, a);
+        }
+        if op == BinOp::Ge {
+            return self.binary(BinOp::Le, b, a);
+        }
+        if ty.is_vector() {
+            return self.vector_binary(op, a, b);
+        }
+        if ty.is_float() {
+            return self.float_binary(op, a, b);
+        }
+        if ty.is_bool() && !op.is_comparison() {
+            return Expr::binary(op, a, b);
+        }
+        self.int_binary(op, a, b)
+    }
+
+    fn logical(&mut self, op: BinOp, a: Expr, b: Expr) -> Expr {
+        let lanes = a.ty().lanes;
+        let (ca, cb) = (const_int(&a), const_int(&b));
+        match op {
+            BinOp::And => {
+                if ca == Some(0) || cb == Some(0) {
+                    return bool_expr(lanes, false);
+                }
+                if ca == Some(1) {
+                    return b;
+                }
+                if cb == Some(1) {
+                    return a;
+                }
+            }
+            _ => {
+                if ca == Some(1) || cb == Some(1) {
+                    return bool_expr(lanes, true);
+                }
+                if ca == Some(0) {
+                    return b;
+                }
+                if cb == Some(0) {
+                    return a;
+                }
+            }
+        }
+        if expr_eq(&a, &b) {
+            return a;
+        }
+        Expr::binary(op, a, b)
+    }
+
+    fn float_binary(&mut self, op: BinOp, a: Expr, b: Expr) -> Expr {
+        let (a, b) = if matches!(op, BinOp::Add | BinOp::Mul) && is_const(&a) && !is_const(&b) {
+            (b, a)
+        } else {
+            (a, b)
+        };
+        match op {
+            BinOp::Mul | BinOp::Div if is_float_const(&b, 1.0) => a,
+            BinOp::Sub if is_float_const(&b, 0.0) => a,
+            _ => Expr::binary(op, a, b),
+        }
+    }
+
+    fn vector_binary(&mut self, op: BinOp, a: Expr, b: Expr) -> Expr {
+        use ExprKind::{Broadcast, Ramp};
+        let lanes = a.ty().lanes;
+        if let (Broadcast { value: x, .. }, Broadcast { value: y, .. }) = (a.kind(), b.kind()) {
+            let r = self.binary(op, x.clone(), y.clone());
+            return Expr::broadcast(r, lanes);
+        }
+        if a.ty().is_integer() {
+            match (op, a.kind(), b.kind()) {
+                (
+                    BinOp::Add,
+                    Ramp {
+                        base: b1,
+                        stride: s1,
+                        ..
+                    },
+                    Ramp {
+                        base: b2,
+                        stride: s2,
+                        ..
+                    },
+                ) => {
+                    let base = self.binary(BinOp::Add, b1.clone(), b2.clone());
+                    let stride = self.binary(BinOp::Add, s1.clone(), s2.clone());
+                    return self.ramp(base, stride, lanes);
+                }
+                (
+                    BinOp::Sub,
+                    Ramp {
+                        base: b1,
+                        stride: s1,
+                        ..
+                    },
+                    Ramp {
+                        base: b2,
+                        stride: s2,
+                        ..
+                    },
+                ) => {
+                    let base = self.binary(BinOp::Sub, b1.clone(), b2.clone());
+                    let stride = self.binary(BinOp::Sub, s1.clone(), s2.clone());
+                    return self.ramp(base, stride, lanes);
+                }
+                (BinOp::Add | BinOp::Sub, Ramp { base, stride, .. }, Broadcast { value, .. }) => {
+                    let base = self.binary(op, base.clone(), value.clone());
+                    return self.ramp(base, stride.clone(), lanes);
+                }
+                (BinOp::Add, Broadcast { value, .. }, Ramp { base, stride, .. }) => {
+                    let base = self.binary(BinOp::Add, value.clone(), base.clone());
+                    return self.ramp(base, stride.clone(), lanes);
+                }
+                (BinOp::Sub, Broadcast { value, .. }, Ramp { base, stride, .. }) => {
+                    let base = self.binary(BinOp::Sub, value.clone(), base.clone());
+                    let stride = self.unary(UnaryOp::Neg, stride.clone());
+                    return self.ramp(base, stride, lanes);
+                }
+                (BinOp::Mul, Ramp { base, stride, .. }, Broadcast { value, .. })
+                | (BinOp::Mul, Broadcast { value, .. }, Ramp { base, stride, .. }) => {
+                    let base = self.binary(BinOp::Mul, base.clone(), value.clone());
+                    let stride = self.binary(BinOp::Mul, stride.clone(), value.clone());
+                    return self.ramp(base, stride, lanes);
+                }
+                (BinOp::Div, Ramp { base, stride, .. }, Broadcast { value, .. })
+                    if a.ty().element() == Type::I32 =>
+                {
+                    if let (Some(s), Some(c)) = (const_int(stride), const_int(value))
+                        && c > 0
+                        && s % c == 0
+                    {
+                        let base = self.binary(BinOp::Div, base.clone(), value.clone());
+                        return self.ramp(base, Expr::i32(s / c), lanes);
+                    }
+                }
+                _ => {}
+            }
+            // Identities that hold lane by lane.
+            let (ca, cb) = (const_int(&a), const_int(&b));
+            match op {
+                BinOp::Add if cb == Some(0) => return a,
+                BinOp::Add if ca == Some(0) => return b,
+                BinOp::Sub if cb == Some(0) => return a,
+                BinOp::Mul if cb == Some(1) => return a,
+                BinOp::Mul if ca == Some(1) => return b,
+                BinOp::Div if cb == Some(1) => return a,
+                _ => {}
+            }
+        } else if a.ty().is_float() {
+            return self.float_binary(op, a, b);
+        }
+        Expr::binary(op, a, b)
+    }
+
+    fn ramp(&mut self, base: Expr, stride: Expr, lanes: u16) -> Expr {
+        if const_int(&stride) == Some(0) {
+            Expr::broadcast(base, lanes)
+        } else {
+            Expr::ramp(base, stride, lanes)
+        }
+    }
+
+    fn int_binary(&mut self, op: BinOp, a: Expr, b: Expr) -> Expr {
+        let ty = a.ty();
+        match op {
+            BinOp::Add | BinOp::Sub => rebuild(linearize(&Expr::binary(op, a, b))),
+            BinOp::Mul => {
+                if const_int(&a).is_some() || const_int(&b).is_some() {
+                    return rebuild(linearize(&Expr::binary(op, a, b)));
+                }
+                let (a, b) = if expr_cmp(&a, &b) == Ordering::Greater {
+                    (b, a)
+                } else {
+                    (a, b)
+                };
+                Expr::mul(a, b)
+            }
+            BinOp::Div => self.int_div(a, b),
+            BinOp::Mod => self.int_mod(a, b),
+            BinOp::Min | BinOp::Max => self.int_min_max(op, a, b),
+            BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le => self.int_compare(op, a, b),
+            BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor => {
+                let (a, b) =
+                    if is_const(&a) || (!is_const(&b) && expr_cmp(&a, &b) == Ordering::Greater) {
+                        (b, a)
+                    } else {
+                        (a, b)
+                    };
+                let all_ones = ty.wrap(-1);
+                match (op, const_int(&b)) {
+                    (BinOp::BitAnd, Some(0)) => return b,
+                    (BinOp::BitAnd, Some(c)) if c == all_ones => return a,
+                    (BinOp::BitOr | BinOp::BitXor, Some(0)) => return a,
+                    (BinOp::BitOr, Some(c)) if c == all_ones => return b,
+                    _ => {}
+                }
+                if expr_eq(&a, &b) {
+                    return if op == BinOp::BitXor {
+                        Expr::int(ty, 0)
+                    } else {
+                        a
+                    };
+                }
+                Expr::binary(op, a, b)
+            }
+            BinOp::Shl | BinOp::Shr => {
+                if const_int(&b) == Some(0) || const_int(&a) == Some(0) {
+                    return a;
+                }
+                Expr::binary(op, a, b)
+            }
+            _ => Expr::binary(op, a, b),
+        }
+    }
+
+    fn int_div(&mut self, a: Expr, b: Expr) -> Expr {
+        let ty = a.ty();
+        let Some(c) = const_int(&b) else {
+            if const_int(&a) == Some(0) {
+                return a;
+            }
+            return Expr::div(a, b);
+        };
+        if c == 0 {
+            return Expr::int(ty, 0);
+        }
+        if c == 1 || const_int(&a) == Some(0) {
+            return a;
+        }
+        if ty == Type::I32 && c > 0 {
+            // (x / c1) / c2 == x / (c1 * c2) for positive divisors.
+            if let ExprKind::Binary {
+                op: BinOp::Div,
+                a: x,
+                b: c1,
+            } = a.kind()
+                && let Some(c1) = const_int(c1)
+                && c1 > 0
+                && (c1 * c).abs() <= i32::MAX as i64
+            {
+                return self.int_div(x.clone(), Expr::i32(c1 * c));
+            }
+            let lin = linearize(&a);
+            if !lin.is_small() || c > 1 << 24 {
+                return Expr::div(a, b);
+            }
+            // The constant moves into the quotient only when c divides it,
+            // so `(w - 1) / 2` stays as written.
+            let (kq, kr) = if lin.constant % c == 0 {
+                (lin.constant / c, 0)
+            } else {
+                (0, lin.constant)
+            };
+            let mut quotient = Linear::constant(ty, kq);
+            let mut rest = Linear::constant(ty, kr);
+            for (t, k) in &lin.terms {
+                if k % c == 0 {
+                    quotient.add_term(t, k / c);
+                } else {
+                    rest.add_term(t, *k);
+                }
+            }
+            let rest_e = rebuild(rest.clone());
+            let (lo, hi) = self.const_interval(&rest_e);
+            let rest_is_zero = lo >= 0 && hi < c;
+            if rest_is_zero {
+                return rebuild(quotient);
+            }
+            if quotient.is_constant() && quotient.constant == 0 {
+                return Expr::div(a, b);
+            }
+            let q = rebuild(quotient);
+            let r = Expr::div(rest_e, b);
+            return self.binary(BinOp::Add, q, r);
+        }
+        Expr::div(a, b)
+    }
+
+    fn int_mod(&mut self, a: Expr, b: Expr) -> Expr {
+        let ty = a.ty();
+        let Some(c) = const_int(&b) else {
+            if const_int(&a) == Some(0) {
+                return a;
+            }
+            return Expr::modulo(a, b);
+        };
+        if c == 0 || c == 1 || (ty.is_int() && c == -1) || const_int(&a) == Some(0) {
+            return Expr::int(ty, 0);
+        }
+        if ty == Type::I32 && c > 0 {
+            if let ExprKind::Binary {
+                op: BinOp::Mod,
+                a: x,
+                b: c1,
+            } = a.kind()
+                && let Some(c1) = const_int(c1)
+                && c1 > 0
+                && c1 % c == 0
+            {
+                return self.int_mod(x.clone(), b);
+            }
+            let lin = linearize(&a);
+            if !lin.is_small() || c > 1 << 24 {
+                return Expr::modulo(a, b);
+            }
+            // Reduce each coefficient to the representative of smallest
+            // magnitude, so nothing grows.
+            let reduce = |k: i64| {
+                let r = k.rem_euclid(c);
+                if r > c / 2 { r - c } else { r }
+            };
+            let mut reduced = Linear::constant(ty, lin.constant.rem_euclid(c));
+            for (t, k) in &lin.terms {
+                reduced.add_term(t, reduce(*k));
+            }
+            let r = rebuild(reduced);
+            if let Some(v) = const_int(&r) {
+                return Expr::i32(v.rem_euclid(c));
+            }
+            let (lo, hi) = self.const_interval(&r);
+            if lo >= 0 && hi < c {
+                return r;
+            }
+            return Expr::modulo(r, b);
+        }
+        let (lo, hi) = self.const_interval(&a);
+        if c > 0 && lo >= 0 && hi < c {
+            return a;
+        }
+        Expr::modulo(a, b)
+    }
+
+    fn int_min_max(&mut self, op: BinOp, a: Expr, b: Expr) -> Expr {
+        let ty = a.ty();
+        let is_min = op == BinOp::Min;
+        if expr_eq(&a, &b) {
+            return a;
+        }
+        let (a, b) = if is_const(&a) && !is_const(&b) {
+            (b, a)
+        } else {
+            (a, b)
+        };
+        // Idempotence and absorption (exact for every type):
+        // min(a, min(a, b)) == min(a, b), min(a, max(a, b)) == a.
+        for (x, y) in [(&a, &b), (&b, &a)] {
+            if let ExprKind::Binary {
+                op: inner,
+                a: p,
+                b: q,
+            } = y.kind()
+                && (expr_eq(x, p) || expr_eq(x, q))
+            {
+                if *inner == op {
+                    return y.clone();
+                }
+                if matches!(
+                    (op, inner),
+                    (BinOp::Min, BinOp::Max) | (BinOp::Max, BinOp::Min)
+                ) {
+                    return x.clone();
+                }
+            }
+        }
+        let (tlo, thi) = type_range(ty);
+        if let Some(c2) = const_int(&b) {
+            if (is_min && c2 >= thi) || (!is_min && c2 <= tlo) {
+                return a;
+            }
+            if (is_min && c2 <= tlo) || (!is_min && c2 >= thi) {
+                return b;
+            }
+            if let ExprKind::Binary {
+                op: inner,
+                a: x,
+                b: c1,
+            } = a.kind()
+                && let Some(c1) = const_int(c1)
+            {
+                // min(min(x, c1), c2) == min(x, min(c1, c2)).
+                if *inner == op {
+                    let c = if is_min { c1.min(c2) } else { c1.max(c2) };
+                    return self.int_min_max(op, x.clone(), Expr::int(ty, c));
+                }
+                // min(max(x, c1), c2) == c2 when c1 >= c2.
+                if is_min && *inner == BinOp::Max && c1 >= c2
+                    || !is_min && *inner == BinOp::Min && c1 <= c2
+                {
+                    return b;
+                }
+            }
+        }
+        // Decide from constant bounds (exact for every type).
+        let (ia, ib) = (self.const_interval(&a), self.const_interval(&b));
+        if ia.1 <= ib.0 {
+            return if is_min { a } else { b };
+        }
+        if ib.1 <= ia.0 {
+            return if is_min { b } else { a };
+        }
+        if let Some(d) = (ty == Type::I32)
+            .then(|| small_difference(&a, &b))
+            .flatten()
+        {
+            let (lo, hi) = self.const_interval(&rebuild(d));
+            if hi <= 0 {
+                return if is_min { a } else { b };
+            }
+            if lo >= 0 {
+                return if is_min { b } else { a };
+            }
+        }
+        let (a, b) = if !is_const(&b) && expr_cmp(&a, &b) == Ordering::Greater {
+            (b, a)
+        } else {
+            (a, b)
+        };
+        Expr::binary(op, a, b)
+    }
+
+    fn int_compare(&mut self, op: BinOp, a: Expr, b: Expr) -> Expr {
+        let ty = a.ty();
+        if expr_eq(&a, &b) {
+            return Expr::bool(matches!(op, BinOp::Eq | BinOp::Le));
+        }
+        if ty.is_bool() {
+            return Expr::binary(op, a, b);
+        }
+        let mut d = linearize(&a);
+        d.add(&linearize(&b), -1);
+        if d.is_constant() && matches!(op, BinOp::Eq | BinOp::Ne) {
+            // Exact in the ring: a == b exactly when a - b == 0.
+            return Expr::bool((d.constant == 0) == (op == BinOp::Eq));
+        }
+        let (ia, ib) = (self.const_interval(&a), self.const_interval(&b));
+        let decided = match op {
+            BinOp::Lt if ia.1 < ib.0 => Some(true),
+            BinOp::Lt if ia.0 >= ib.1 => Some(false),
+            BinOp::Le if ia.1 <= ib.0 => Some(true),
+            BinOp::Le if ia.0 > ib.1 => Some(false),
+            BinOp::Eq | BinOp::Ne if ia.1 < ib.0 || ib.1 < ia.0 => Some(op == BinOp::Ne),
+            _ => None,
+        };
+        if let Some(v) = decided {
+            return Expr::bool(v);
+        }
+        let small = if ty == Type::I32 {
+            small_difference(&a, &b)
+        } else {
+            None
+        };
+        if let Some(d) = small {
+            let (lo, hi) = self.const_interval(&rebuild(d));
+            let decided = match op {
+                BinOp::Lt if hi < 0 => Some(true),
+                BinOp::Lt if lo >= 0 => Some(false),
+                BinOp::Le if hi <= 0 => Some(true),
+                BinOp::Le if lo > 0 => Some(false),
+                BinOp::Eq | BinOp::Ne if lo > 0 || hi < 0 => Some(op == BinOp::Ne),
+                _ => None,
+            };
+            if let Some(v) = decided {
+                return Expr::bool(v);
+            }
+            if matches!(op, BinOp::Lt | BinOp::Le) {
+                // Move constants to one side: x + 3 < y  ==>  x < y - 3.
+                let (la, lb) = (linearize(&a), linearize(&b));
+                if !la.is_constant() && la.constant != 0 {
+                    let k = la.constant;
+                    let mut na = la;
+                    na.constant = 0;
+                    let mut nb = lb;
+                    nb.constant -= k;
+                    return Expr::binary(op, rebuild(na), rebuild(nb));
+                }
+                if la.is_constant() && !lb.is_constant() && lb.constant != 0 {
+                    let k = lb.constant;
+                    let mut nb = lb;
+                    nb.constant = 0;
+                    return Expr::binary(op, Expr::i32(la.constant - k), rebuild(nb));
+                }
+            }
+        }
+        let (a, b) = if matches!(op, BinOp::Eq | BinOp::Ne)
+            && (is_const(&a) || (!is_const(&b) && expr_cmp(&a, &b) == Ordering::Greater))
+        {
+            (b, a)
+        } else {
+            (a, b)
+        };
+        Expr::binary(op, a, b)
+    }
+
+    // ---- statements ---------------------------------------------------------
+
+    /// A chain of directly nested `LetStmt`s at once: trivial values are
+    /// substituted into the rest in one pass (not one pass per let, which
+    /// is quadratic on the long chains of bounds lets lowering produces),
+    /// the others are kept, and kept lets nothing uses are dropped.
+    fn let_chain(&mut self, s: &Stmt) -> Stmt {
+        let mut pending: HashMap<String, Expr> = HashMap::new();
+        let mut kept: Vec<(String, Expr)> = Vec::new();
+        let mut bound_below: Option<HashSet<String>> = None;
+        let mut cur = s;
+        while let Stmt::LetStmt { name, value, body } = cur {
+            // Rebinding a name the chain already handles ends the chain;
+            // the rest is simplified as a chain of its own.
+            if pending.contains_key(name)
+                || kept.iter().any(|(k, _)| k == name)
+                || pending.values().any(|v| expr_uses_var(v, name))
+            {
+                break;
+            }
+            let v = self.expr(&crate::substitute_many(value, &pending));
+            if is_trivial(&v) {
+                // Substituting is safe unless something below rebinds a
+                // variable of the value (the whole body's binders are a
+                // conservative superset).
+                let below = bound_below.get_or_insert_with(|| bound_names(body));
+                if vars_of(&v).iter().all(|n| !below.contains(n)) {
+                    pending.insert(name.clone(), v);
+                    cur = body;
+                    continue;
+                }
+            }
+            let bounds = if v.ty().is_integer() {
+                self.const_interval(&v)
+            } else {
+                (i64::MIN, i64::MAX)
+            };
+            self.push_bounds(name, bounds);
+            kept.push((name.clone(), v));
+            cur = body;
+        }
+        let rest = if pending.is_empty() {
+            self.stmt(cur)
+        } else {
+            self.stmt(&crate::substitute_many_stmt(cur, &pending))
+        };
+        for (name, _) in kept.iter().rev() {
+            self.pop_bounds(name);
+        }
+        let mut used = used_names(&rest);
+        let mut out = rest;
+        for (name, value) in kept.into_iter().rev() {
+            if used.contains(&name) {
+                used.extend(vars_of(&value));
+                out = Stmt::LetStmt {
+                    name,
+                    value,
+                    body: Box::new(out),
+                };
+            }
+        }
+        out
+    }
+
+    fn stmt(&mut self, s: &Stmt) -> Stmt {
+        match s {
+            Stmt::LetStmt { .. } => self.let_chain(s),
+            Stmt::Assert { cond, kind, args } => {
+                let c = self.expr(cond);
+                if const_int(&c) == Some(1) {
+                    return Stmt::no_op();
+                }
+                Stmt::Assert {
+                    cond: c,
+                    kind: kind.clone(),
+                    args: args.iter().map(|a| self.expr(a)).collect(),
+                }
+            }
+            Stmt::ProducerConsumer {
+                func,
+                producing,
+                body,
+            } => {
+                let b = self.stmt(body);
+                if b.is_no_op() {
+                    return b;
+                }
+                Stmt::ProducerConsumer {
+                    func: func.clone(),
+                    producing: *producing,
+                    body: Box::new(b),
+                }
+            }
+            Stmt::For {
+                var,
+                min,
+                extent,
+                kind,
+                body,
+            } => {
+                let (m, ext) = (self.expr(min), self.expr(extent));
+                if let Some(n) = const_int(&ext) {
+                    if n <= 0 {
+                        return Stmt::no_op();
+                    }
+                    if n == 1 {
+                        let as_let = Stmt::LetStmt {
+                            name: var.clone(),
+                            value: m,
+                            body: body.clone(),
+                        };
+                        return self.stmt(&as_let);
+                    }
+                }
+                let (mlo, mhi) = self.const_interval(&m);
+                let (_, ehi) = self.const_interval(&ext);
+                let hi = if mhi == i64::MAX || ehi == i64::MAX {
+                    i64::MAX
+                } else {
+                    mhi.saturating_add(ehi - 1)
+                };
+                self.push_bounds(var, (mlo, hi));
+                let b = self.stmt(body);
+                self.pop_bounds(var);
+                if b.is_no_op() {
+                    return b;
+                }
+                Stmt::For {
+                    var: var.clone(),
+                    min: m,
+                    extent: ext,
+                    kind: *kind,
+                    body: Box::new(b),
+                }
+            }
+            Stmt::Provide { func, args, value } => Stmt::Provide {
+                func: func.clone(),
+                args: args.iter().map(|a| self.expr(a)).collect(),
+                value: self.expr(value),
+            },
+            Stmt::Realize {
+                func,
+                ty,
+                bounds,
+                body,
+            } => {
+                let bounds = bounds
+                    .iter()
+                    .map(|r| argent_ir::Range {
+                        min: self.expr(&r.min),
+                        extent: self.expr(&r.extent),
+                    })
+                    .collect();
+                let b = self.stmt(body);
+                if b.is_no_op() {
+                    return b;
+                }
+                Stmt::Realize {
+                    func: func.clone(),
+                    ty: *ty,
+                    bounds,
+                    body: Box::new(b),
+                }
+            }
+            Stmt::Store {
+                buffer,
+                index,
+                value,
+            } => Stmt::Store {
+                buffer: buffer.clone(),
+                index: self.expr(index),
+                value: self.expr(value),
+            },
+            Stmt::Allocate {
+                buffer,
+                ty,
+                size,
+                body,
+            } => {
+                let size = self.expr(size);
+                let b = self.stmt(body);
+                if b.is_no_op() {
+                    return b;
+                }
+                Stmt::Allocate {
+                    buffer: buffer.clone(),
+                    ty: *ty,
+                    size,
+                    body: Box::new(b),
+                }
+            }
+            Stmt::Block(stmts) => Stmt::block(
+                stmts
+                    .iter()
+                    .map(|s| self.stmt(s))
+                    .filter(|s| !s.is_no_op())
+                    .collect(),
+            ),
+            Stmt::IfThenElse {
+                cond,
+                then,
+                otherwise,
+            } => {
+                let c = self.expr(cond);
+                if let Some(v) = const_int(&c) {
+                    return if v != 0 {
+                        self.stmt(then)
+                    } else {
+                        otherwise
+                            .as_ref()
+                            .map(|o| self.stmt(o))
+                            .unwrap_or_else(Stmt::no_op)
+                    };
+                }
+                let t = self.stmt(then);
+                let o = otherwise
+                    .as_ref()
+                    .map(|o| self.stmt(o))
+                    .filter(|o| !o.is_no_op());
+                match (t.is_no_op(), o) {
+                    (true, None) => Stmt::no_op(),
+                    (true, Some(o)) => {
+                        let nc = self.unary(UnaryOp::Not, c);
+                        Stmt::IfThenElse {
+                            cond: nc,
+                            then: Box::new(o),
+                            otherwise: None,
+                        }
+                    }
+                    (false, o) => Stmt::IfThenElse {
+                        cond: c,
+                        then: Box::new(t),
+                        otherwise: o.map(Box::new),
+                    },
+                }
+            }
+            Stmt::Evaluate(e) => {
+                let e = self.expr(e);
+                if is_const(&e) {
+                    return Stmt::no_op();
+                }
+                Stmt::Evaluate(e)
+            }
+        }
+    }
+}
+
+/// Values cheap enough to copy into every use. Ramps with a constant
+/// stride count too, whatever their base: substituted, loads and stores
+/// indexed by them are visibly dense (CSE lifts a shared base again).
+fn is_trivial(e: &Expr) -> bool {
+    match e.kind() {
+        ExprKind::IntImm(_) | ExprKind::FloatImm(_) | ExprKind::Var(_) => true,
+        ExprKind::Broadcast { value, .. } => is_trivial(value),
+        ExprKind::Ramp { stride, .. } => is_const(stride),
+        _ => false,
+    }
+}
+
+fn count_uses(e: &Expr, name: &str) -> usize {
+    crate::count_var_uses(e, name)
+}
+
+/// Every name a statement binds (`LetStmt`, `For`, expression `Let`).
+fn bound_names(s: &Stmt) -> HashSet<String> {
+    struct Names(HashSet<String>);
+    impl Visitor for Names {
+        fn visit_expr(&mut self, e: &Expr) {
+            if let ExprKind::Let { name, .. } = e.kind() {
+                self.0.insert(name.clone());
+            }
+            walk_expr(self, e);
+        }
+        fn visit_stmt(&mut self, s: &Stmt) {
+            if let Stmt::LetStmt { name, .. } | Stmt::For { var: name, .. } = s {
+                self.0.insert(name.clone());
+            }
+            walk_stmt(self, s);
+        }
+    }
+    let mut n = Names(HashSet::new());
+    n.visit_stmt(s);
+    n.0
+}
+
+/// Every variable name a statement mentions.
+fn used_names(s: &Stmt) -> HashSet<String> {
+    struct Names(HashSet<String>);
+    impl Visitor for Names {
+        fn visit_expr(&mut self, e: &Expr) {
+            if let ExprKind::Var(n) = e.kind() {
+                self.0.insert(n.clone());
+            }
+            walk_expr(self, e);
+        }
+    }
+    let mut n = Names(HashSet::new());
+    n.visit_stmt(s);
+    n.0
+}

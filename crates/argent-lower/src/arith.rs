@@ -1,0 +1,957 @@
+//! Minimal symbolic arithmetic used by lowering: a canonicalising
+//! simplifier for the integer index expressions that bounds inference
+//! produces, and symbolic interval analysis.
+//!
+//! The full simplifier and interval analysis live in `argent-arith` (owned
+//! by the passes engineer). Lowering needs only the affine subset here to
+//! keep bounds expressions readable and to prove facts such as
+//! `(y + 1) - (y - 1) + 1 == 3` (storage folding); it can switch to
+//! `argent_arith::bounds_of_expr_in_scope` once that API settles.
+
+use argent_ir::{BinOp, CallTarget, Expr, ExprKind, Intrinsic, Type, UnaryOp};
+use std::collections::BTreeMap;
+
+/// An affine form `sum(coef * atom) + constant` over atoms that are not
+/// themselves affine (variables, min/max, divisions, calls, ...).
+#[derive(Clone, Debug)]
+struct Affine {
+    terms: BTreeMap<String, (i64, Expr)>,
+    constant: i64,
+}
+
+impl Affine {
+    fn constant(c: i64) -> Affine {
+        Affine {
+            terms: BTreeMap::new(),
+            constant: c,
+        }
+    }
+    fn atom(e: Expr) -> Affine {
+        let mut terms = BTreeMap::new();
+        terms.insert(e.to_string(), (1, e));
+        Affine { terms, constant: 0 }
+    }
+    fn add(mut self, other: Affine, sign: i64) -> Affine {
+        self.constant = self
+            .constant
+            .wrapping_add(other.constant.wrapping_mul(sign));
+        for (k, (c, e)) in other.terms {
+            let entry = self.terms.entry(k).or_insert((0, e));
+            entry.0 = entry.0.wrapping_add(c.wrapping_mul(sign));
+        }
+        self.terms.retain(|_, (c, _)| *c != 0);
+        self
+    }
+    fn scale(mut self, k: i64) -> Affine {
+        if k == 0 {
+            return Affine::constant(0);
+        }
+        self.constant = self.constant.wrapping_mul(k);
+        for (c, _) in self.terms.values_mut() {
+            *c = c.wrapping_mul(k);
+        }
+        self
+    }
+    fn as_const(&self) -> Option<i64> {
+        self.terms.is_empty().then_some(self.constant)
+    }
+    fn to_expr(&self, ty: Type) -> Expr {
+        let mut out: Option<Expr> = None;
+        // Positive terms first so that `a - b` prints as a subtraction.
+        let mut terms: Vec<&(i64, Expr)> = self.terms.values().collect();
+        terms.sort_by_key(|(c, _)| *c < 0);
+        for (c, e) in terms {
+            let (mag, neg) = (c.abs(), *c < 0);
+            let term = if mag == 1 {
+                e.clone()
+            } else {
+                Expr::mul(e.clone(), Expr::int(ty, mag))
+            };
+            out = Some(match (out, neg) {
+                (None, false) => term,
+                (None, true) => Expr::sub(Expr::int(ty, 0), term),
+                (Some(acc), false) => Expr::add(acc, term),
+                (Some(acc), true) => Expr::sub(acc, term),
+            });
+        }
+        match out {
+            None => Expr::int(ty, self.constant),
+            Some(acc) if self.constant > 0 => Expr::add(acc, Expr::int(ty, self.constant)),
+            Some(acc) if self.constant < 0 => Expr::sub(acc, Expr::int(ty, -self.constant)),
+            Some(acc) => acc,
+        }
+    }
+}
+
+fn is_index_type(ty: Type) -> bool {
+    ty == Type::I32
+}
+
+/// Affine form of an already simplified `i32` expression.
+fn affine_of(e: &Expr) -> Affine {
+    match e.kind() {
+        ExprKind::IntImm(v) => Affine::constant(*v),
+        ExprKind::Binary { op, a, b } => match op {
+            BinOp::Add => affine_of(a).add(affine_of(b), 1),
+            BinOp::Sub => affine_of(a).add(affine_of(b), -1),
+            BinOp::Mul => {
+                let (fa, fb) = (affine_of(a), affine_of(b));
+                match (fa.as_const(), fb.as_const()) {
+                    (_, Some(k)) => fa.scale(k),
+                    (Some(k), _) => fb.scale(k),
+                    _ => Affine::atom(e.clone()),
+                }
+            }
+            _ => Affine::atom(e.clone()),
+        },
+        ExprKind::Unary {
+            op: UnaryOp::Neg,
+            value,
+        } => affine_of(value).scale(-1),
+        _ => Affine::atom(e.clone()),
+    }
+}
+
+/// Simplify an expression: constant folding, affine canonicalisation of
+/// `i32` arithmetic, and min/max/select/comparison folding where the
+/// difference of the operands is a known constant.
+pub fn simplify(e: &Expr) -> Expr {
+    let ty = e.ty();
+    match e.kind() {
+        ExprKind::IntImm(_) | ExprKind::FloatImm(_) | ExprKind::Var(_) => e.clone(),
+        ExprKind::Binary { op, a, b } => {
+            let (a, b) = (simplify(a), simplify(b));
+            simplify_binary(*op, a, b)
+        }
+        ExprKind::Unary { op, value } => {
+            let v = simplify(value);
+            match (op, v.as_int()) {
+                (UnaryOp::Neg, Some(c)) if is_index_type(ty) => Expr::int(ty, -c),
+                (UnaryOp::Not, Some(c)) => Expr::bool(c == 0),
+                _ if *op == UnaryOp::Neg && is_index_type(ty) => {
+                    affine_of(&v).scale(-1).to_expr(ty)
+                }
+                _ => Expr::unary(*op, v),
+            }
+        }
+        ExprKind::Select {
+            cond,
+            then,
+            otherwise,
+        } => {
+            let (c, t, o) = (simplify(cond), simplify(then), simplify(otherwise));
+            match c.as_int() {
+                Some(0) => o,
+                Some(_) => t,
+                None if t == o => t,
+                None => Expr::select(c, t, o),
+            }
+        }
+        ExprKind::Cast { value, saturating } => {
+            let v = simplify(value);
+            if v.ty() == ty {
+                return v;
+            }
+            if let (Some(f), true) = (v.as_float(), ty == Type::I32) {
+                // Float to i32: truncate toward zero after saturating.
+                let t = f.trunc().clamp(i32::MIN as f64, i32::MAX as f64);
+                if f.is_finite() {
+                    return Expr::i32(t as i64);
+                }
+            }
+            if let (Some(c), true) = (v.as_int(), ty == Type::F32) {
+                return Expr::f32(c as f32 as f64);
+            }
+            match v.as_int() {
+                Some(c) if ty.is_integer() && !saturating => Expr::int(ty, c),
+                _ => Expr::new(
+                    ty,
+                    ExprKind::Cast {
+                        value: v,
+                        saturating: *saturating,
+                    },
+                ),
+            }
+        }
+        ExprKind::Call { target, args } => {
+            let args: Vec<Expr> = args.iter().map(simplify).collect();
+            if let CallTarget::Intrinsic(Intrinsic::Likely) = target {
+                if args[0].is_const() {
+                    return args[0].clone();
+                }
+            }
+            if let (CallTarget::Intrinsic(i), Some(x)) =
+                (target, args.first().and_then(|a| a.as_float()))
+            {
+                let x = x as f32;
+                let v = match i {
+                    Intrinsic::Floor => Some(x.floor()),
+                    Intrinsic::Ceil => Some(x.ceil()),
+                    Intrinsic::Trunc => Some(x.trunc()),
+                    _ => None,
+                };
+                if let Some(v) = v {
+                    return Expr::f32(v as f64);
+                }
+            }
+            Expr::call(ty, target.clone(), args)
+        }
+        ExprKind::Let { name, value, body } => {
+            Expr::let_in(name.clone(), simplify(value), simplify(body))
+        }
+        _ => e.clone(),
+    }
+}
+
+fn simplify_binary(op: BinOp, a: Expr, b: Expr) -> Expr {
+    let ty = a.ty();
+    if ty == Type::F32 {
+        if let (Some(x), Some(y)) = (a.as_float(), b.as_float()) {
+            let (x, y) = (x as f32, y as f32);
+            let v = match op {
+                BinOp::Add => Some(x + y),
+                BinOp::Sub => Some(x - y),
+                BinOp::Mul => Some(x * y),
+                BinOp::Div => Some(x / y),
+                BinOp::Min => Some(if x < y { x } else { y }),
+                BinOp::Max => Some(if x > y { x } else { y }),
+                _ => None,
+            };
+            if let Some(v) = v.filter(|v| v.is_finite()) {
+                return Expr::f32(v as f64);
+            }
+        }
+        if matches!(op, BinOp::Min | BinOp::Max) && a == b {
+            return a;
+        }
+    }
+    if is_index_type(ty) {
+        match op {
+            BinOp::Add | BinOp::Sub | BinOp::Mul => {
+                let f = affine_of(&Expr::binary(op, a.clone(), b.clone()));
+                return f.to_expr(ty);
+            }
+            BinOp::Div | BinOp::Mod => {
+                if let (Some(x), Some(y)) = (a.as_int(), b.as_int()) {
+                    let v = if y == 0 {
+                        0
+                    } else if op == BinOp::Div {
+                        x.div_euclid(y)
+                    } else {
+                        x.rem_euclid(y)
+                    };
+                    return Expr::int(ty, v);
+                }
+                if b.as_int() == Some(1) {
+                    return if op == BinOp::Div {
+                        a
+                    } else {
+                        Expr::int(ty, 0)
+                    };
+                }
+                // (x * k + c) / k == x + c / k when k divides the multiple exactly.
+                if op == BinOp::Div {
+                    if let Some(k) = b.as_int().filter(|k| *k > 0) {
+                        let f = affine_of(&a);
+                        if f.terms.values().all(|(c, _)| c % k == 0) {
+                            let mut q = f.clone();
+                            for (c, _) in q.terms.values_mut() {
+                                *c /= k;
+                            }
+                            q.constant = f.constant.div_euclid(k);
+                            return q.to_expr(ty);
+                        }
+                    }
+                }
+            }
+            BinOp::Min | BinOp::Max => {
+                if a == b {
+                    return a;
+                }
+                let diff = affine_of(&a).add(affine_of(&b), -1);
+                if let Some(d) = diff.as_const() {
+                    let a_smaller = d <= 0;
+                    return if (op == BinOp::Min) == a_smaller {
+                        a
+                    } else {
+                        b
+                    };
+                }
+                // Monotonic operators distribute: min(max(x, m), max(y, m)) ==
+                // max(min(x, y), m), and likewise for the other three
+                // combinations. Unions of clamped stencil taps collapse so.
+                if let (
+                    ExprKind::Binary {
+                        op: oa,
+                        a: x,
+                        b: m1,
+                    },
+                    ExprKind::Binary {
+                        op: ob,
+                        a: y,
+                        b: m2,
+                    },
+                ) = (a.kind(), b.kind())
+                {
+                    if oa == ob && matches!(oa, BinOp::Min | BinOp::Max) && m1 == m2 {
+                        let inner = simplify_binary(op, x.clone(), y.clone());
+                        return simplify_binary(*oa, inner, m1.clone());
+                    }
+                }
+                // min(max(x, b), b) == b and max(min(x, b), b) == b.
+                let other = if op == BinOp::Min {
+                    BinOp::Max
+                } else {
+                    BinOp::Min
+                };
+                if let ExprKind::Binary {
+                    op: inner,
+                    a: x,
+                    b: y,
+                } = a.kind()
+                {
+                    if *inner == other && (*x == b || *y == b) {
+                        return b;
+                    }
+                }
+                if let ExprKind::Binary {
+                    op: inner,
+                    a: x,
+                    b: y,
+                } = b.kind()
+                {
+                    if *inner == other && (*x == a || *y == a) {
+                        return a;
+                    }
+                }
+                // min(min(x, b), b) == min(x, b).
+                if let ExprKind::Binary {
+                    op: inner,
+                    a: x,
+                    b: y,
+                } = a.kind()
+                {
+                    if *inner == op && (*x == b || *y == b) {
+                        return a;
+                    }
+                }
+                if let ExprKind::Binary {
+                    op: inner,
+                    a: x,
+                    b: y,
+                } = b.kind()
+                {
+                    if *inner == op && (*x == a || *y == a) {
+                        return b;
+                    }
+                }
+                // min(min(x, c1), c2) == min(x, min(c1, c2)) for constants.
+                if let (
+                    ExprKind::Binary {
+                        op: inner,
+                        a: x,
+                        b: c1,
+                    },
+                    Some(c2),
+                ) = (a.kind(), b.as_int())
+                {
+                    if *inner == op {
+                        if let Some(c1) = c1.as_int() {
+                            let c = if op == BinOp::Min {
+                                c1.min(c2)
+                            } else {
+                                c1.max(c2)
+                            };
+                            return Expr::binary(op, x.clone(), Expr::int(ty, c));
+                        }
+                    }
+                }
+            }
+            op if op.is_comparison() => {
+                let diff = affine_of(&a).add(affine_of(&b), -1);
+                if let Some(d) = diff.as_const() {
+                    let v = match op {
+                        BinOp::Eq => d == 0,
+                        BinOp::Ne => d != 0,
+                        BinOp::Lt => d < 0,
+                        BinOp::Le => d <= 0,
+                        BinOp::Gt => d > 0,
+                        _ => d >= 0,
+                    };
+                    return Expr::bool(v);
+                }
+            }
+            _ => {}
+        }
+    }
+    if ty.is_bool() {
+        match (op, a.as_int(), b.as_int()) {
+            (BinOp::And, Some(0), _) | (BinOp::And, _, Some(0)) => return Expr::bool(false),
+            (BinOp::And, Some(_), _) => return b,
+            (BinOp::And, _, Some(_)) => return a,
+            (BinOp::Or, Some(0), _) => return b,
+            (BinOp::Or, _, Some(0)) => return a,
+            (BinOp::Or, Some(_), _) | (BinOp::Or, _, Some(_)) => return Expr::bool(true),
+            _ => {}
+        }
+    }
+    Expr::binary(op, a, b)
+}
+
+/// The constant value of an `i32` expression after simplification.
+pub fn const_int(e: &Expr) -> Option<i64> {
+    simplify(e).as_int()
+}
+
+/// A closed interval `[min, max]` of symbolic bounds; `None` is unbounded.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Interval {
+    pub min: Option<Expr>,
+    pub max: Option<Expr>,
+}
+
+impl Interval {
+    /// The interval containing exactly `e`.
+    pub fn point(e: Expr) -> Interval {
+        Interval {
+            min: Some(e.clone()),
+            max: Some(e),
+        }
+    }
+    /// The interval with no known bounds.
+    pub fn everything() -> Interval {
+        Interval {
+            min: None,
+            max: None,
+        }
+    }
+    /// `[min, max]` from both bounds.
+    pub fn new(min: Expr, max: Expr) -> Interval {
+        Interval {
+            min: Some(min),
+            max: Some(max),
+        }
+    }
+    pub fn is_bounded(&self) -> bool {
+        self.min.is_some() && self.max.is_some()
+    }
+    /// The smallest interval containing both.
+    pub fn union(&self, other: &Interval) -> Interval {
+        let lo = match (&self.min, &other.min) {
+            (Some(a), Some(b)) => Some(simplify(&Expr::min(a.clone(), b.clone()))),
+            _ => None,
+        };
+        let hi = match (&self.max, &other.max) {
+            (Some(a), Some(b)) => Some(simplify(&Expr::max(a.clone(), b.clone()))),
+            _ => None,
+        };
+        Interval { min: lo, max: hi }
+    }
+    fn of_type(ty: Type) -> Interval {
+        if ty.is_bool() {
+            return Interval::new(Expr::i32(0), Expr::i32(1));
+        }
+        if ty.is_integer() && ty.bits < 32 {
+            return Interval::new(
+                Expr::i32(ty.min_value() as i64),
+                Expr::i32(ty.max_value() as i64),
+            );
+        }
+        Interval::everything()
+    }
+}
+
+/// Variables with known ranges while analysing a statement: loop
+/// variables and let-bound names. Later entries shadow earlier ones.
+#[derive(Clone, Debug, Default)]
+pub struct Scope {
+    entries: Vec<(String, Interval)>,
+}
+
+impl Scope {
+    pub fn push(&mut self, name: &str, interval: Interval) {
+        self.entries.push((name.to_string(), interval));
+    }
+    pub fn pop(&mut self) {
+        self.entries.pop();
+    }
+    pub fn get(&self, name: &str) -> Option<&Interval> {
+        self.entries
+            .iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .map(|(_, i)| i)
+    }
+}
+
+fn map2(a: &Option<Expr>, b: &Option<Expr>, f: impl Fn(Expr, Expr) -> Expr) -> Option<Expr> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(simplify(&f(a.clone(), b.clone()))),
+        _ => None,
+    }
+}
+
+/// Symbolic bounds of `e` when the variables in `scope` range over their
+/// intervals. Integer results are expressed as `i32`; values whose range is
+/// unknown (loads, float arithmetic) fall back to the range of their type.
+pub fn bounds_of_expr(e: &Expr, scope: &mut Scope) -> Interval {
+    let ty = e.ty();
+    let result = match e.kind() {
+        ExprKind::IntImm(v) => Interval::point(Expr::i32(*v)),
+        ExprKind::FloatImm(_) => Interval::point(e.clone()),
+        ExprKind::Var(name) => match scope.get(name) {
+            Some(i) => i.clone(),
+            None if ty.is_integer() && ty.bits <= 32 && ty != Type::U32 => {
+                Interval::point(Expr::cast(Type::I32, e.clone()))
+            }
+            None if ty.is_float() => Interval::point(e.clone()),
+            None => Interval::of_type(ty),
+        },
+        ExprKind::Binary { op, a, b } if ty.is_float() => {
+            let (ia, ib) = (bounds_of_expr(a, scope), bounds_of_expr(b, scope));
+            float_bounds(*op, &ia, &ib)
+        }
+        // A clamp `max(min(x, hi), lo)` is within [lo, hi] whatever x is (when
+        // lo <= hi, which holds wherever lowering emits it: inside loops
+        // that run). Loop synthesis clamps split and fused variables so.
+        ExprKind::Binary {
+            op: BinOp::Max,
+            a,
+            b: lo,
+        } if ty == Type::I32 && matches!(a.kind(), ExprKind::Binary { op: BinOp::Min, .. }) => {
+            let ExprKind::Binary { b: hi, .. } = a.kind() else {
+                unreachable!()
+            };
+            let l = bounds_of_expr(lo, scope);
+            let h = bounds_of_expr(hi, scope);
+            let ExprKind::Binary { a: x, .. } = a.kind() else {
+                unreachable!()
+            };
+            let inner = bounds_of_expr(x, scope);
+            // Both are sound, so their intersection is.
+            Interval {
+                min: match (inner.min, l.min) {
+                    (Some(a), Some(b)) => Some(simplify(&Expr::max(a, b))),
+                    (a, b) => a.or(b),
+                },
+                max: match (inner.max, h.max) {
+                    (Some(a), Some(b)) => Some(simplify(&Expr::min(a, b))),
+                    (a, b) => a.or(b),
+                },
+            }
+        }
+        ExprKind::Binary { op, a, b } if ty.is_integer() => {
+            let (ia, ib) = (bounds_of_expr(a, scope), bounds_of_expr(b, scope));
+            binary_bounds(*op, &ia, &ib, b)
+        }
+        ExprKind::Binary { .. } => Interval::everything(),
+        ExprKind::Unary {
+            op: UnaryOp::Neg,
+            value,
+        } if ty.is_int() => {
+            let i = bounds_of_expr(value, scope);
+            Interval {
+                min: i.max.map(|m| simplify(&Expr::sub(Expr::i32(0), m))),
+                max: i.min.map(|m| simplify(&Expr::sub(Expr::i32(0), m))),
+            }
+        }
+        ExprKind::Unary { .. } => Interval::everything(),
+        ExprKind::Select {
+            then, otherwise, ..
+        } => bounds_of_expr(then, scope).union(&bounds_of_expr(otherwise, scope)),
+        ExprKind::Cast { value, saturating } => {
+            let from = value.ty();
+            if ty.is_integer()
+                && (from.is_integer() || from.is_bool())
+                && Type::can_represent(ty, from)
+            {
+                bounds_of_expr(value, scope)
+            } else if ty.is_float() || (ty == Type::I32 && from.is_float()) {
+                // Conversions to float, and float to i32 (truncation after
+                // saturation), are monotonic: convert the endpoints.
+                let i = bounds_of_expr(value, scope);
+                let conv = |x: Option<Expr>| {
+                    x.map(|x| {
+                        simplify(&Expr::new(
+                            ty,
+                            ExprKind::Cast {
+                                value: x,
+                                saturating: *saturating,
+                            },
+                        ))
+                    })
+                };
+                Interval {
+                    min: conv(i.min),
+                    max: conv(i.max),
+                }
+            } else {
+                Interval::everything()
+            }
+        }
+        ExprKind::Call {
+            target:
+                CallTarget::Intrinsic(
+                    i @ (Intrinsic::Floor
+                    | Intrinsic::Ceil
+                    | Intrinsic::Round
+                    | Intrinsic::Trunc
+                    | Intrinsic::Sqrt
+                    | Intrinsic::Exp),
+                ),
+            args,
+        } if ty.is_float() => {
+            let iv = bounds_of_expr(&args[0], scope);
+            let app = |x: Option<Expr>| x.map(|x| simplify(&Expr::intrinsic(ty, *i, vec![x])));
+            Interval {
+                min: app(iv.min),
+                max: app(iv.max),
+            }
+        }
+        ExprKind::Call {
+            target: CallTarget::Intrinsic(Intrinsic::Likely),
+            args,
+        } => bounds_of_expr(&args[0], scope),
+        ExprKind::Let { name, value, body } => {
+            let v = bounds_of_expr(value, scope);
+            scope.push(name, v);
+            let b = bounds_of_expr(body, scope);
+            scope.pop();
+            b
+        }
+        _ => Interval::everything(),
+    };
+    // Bounds whose expressions grow past a size limit are dropped (which is
+    // sound): products and selects of deep float code would otherwise grow
+    // exponentially with the depth of the expression.
+    let limit = if ty.is_float() { 256 } else { 2000 };
+    let small = |x: Option<Expr>| x.filter(|x| node_count_below(x, limit));
+    let result = Interval {
+        min: small(result.min),
+        max: small(result.max),
+    };
+    // Narrow types are never wider than their own range, whatever the
+    // operation (this is what bounds data-dependent indices like `cdf(img(x, y))`).
+    let type_range = Interval::of_type(ty);
+    Interval {
+        min: result.min.or(type_range.min),
+        max: result.max.or(type_range.max),
+    }
+}
+
+fn binary_bounds(op: BinOp, a: &Interval, b: &Interval, b_expr: &Expr) -> Interval {
+    let b_const = if b.min == b.max {
+        b.min.as_ref().and_then(|x| x.as_int())
+    } else {
+        None
+    };
+    let _ = b_expr;
+    match op {
+        BinOp::Add => Interval {
+            min: map2(&a.min, &b.min, Expr::add),
+            max: map2(&a.max, &b.max, Expr::add),
+        },
+        BinOp::Sub => Interval {
+            min: map2(&a.min, &b.max, Expr::sub),
+            max: map2(&a.max, &b.min, Expr::sub),
+        },
+        BinOp::Mul => {
+            if let Some(k) = b
+                .min
+                .as_ref()
+                .and_then(|x| x.as_int())
+                .filter(|_| b.min == b.max)
+            {
+                let scaled = |x: &Option<Expr>| {
+                    x.as_ref()
+                        .map(|x| simplify(&Expr::mul(x.clone(), Expr::i32(k))))
+                };
+                if k >= 0 {
+                    Interval {
+                        min: scaled(&a.min),
+                        max: scaled(&a.max),
+                    }
+                } else {
+                    Interval {
+                        min: scaled(&a.max),
+                        max: scaled(&a.min),
+                    }
+                }
+            } else if a.min.as_ref().and_then(|x| x.as_int()).is_some() && a.min == a.max {
+                binary_bounds(op, b, a, b_expr)
+            } else if a.min == a.max && b.min == b.max && a.is_bounded() && b.is_bounded() {
+                Interval::point(simplify(&Expr::mul(
+                    a.min.clone().unwrap(),
+                    b.min.clone().unwrap(),
+                )))
+            } else if a.is_bounded() && b.is_bounded() {
+                let (a0, a1, b0, b1) = (
+                    a.min.clone().unwrap(),
+                    a.max.clone().unwrap(),
+                    b.min.clone().unwrap(),
+                    b.max.clone().unwrap(),
+                );
+                let p = [
+                    Expr::mul(a0.clone(), b0.clone()),
+                    Expr::mul(a0, b1.clone()),
+                    Expr::mul(a1.clone(), b0),
+                    Expr::mul(a1, b1),
+                ];
+                let lo = p.iter().cloned().reduce(Expr::min).unwrap();
+                let hi = p.iter().cloned().reduce(Expr::max).unwrap();
+                Interval::new(simplify(&lo), simplify(&hi))
+            } else {
+                Interval::everything()
+            }
+        }
+        BinOp::Div => match b_const {
+            Some(k) if k > 0 => Interval {
+                min: a
+                    .min
+                    .as_ref()
+                    .map(|x| simplify(&Expr::div(x.clone(), Expr::i32(k)))),
+                max: a
+                    .max
+                    .as_ref()
+                    .map(|x| simplify(&Expr::div(x.clone(), Expr::i32(k)))),
+            },
+            Some(k) if k < 0 => Interval {
+                min: a
+                    .max
+                    .as_ref()
+                    .map(|x| simplify(&Expr::div(x.clone(), Expr::i32(k)))),
+                max: a
+                    .min
+                    .as_ref()
+                    .map(|x| simplify(&Expr::div(x.clone(), Expr::i32(k)))),
+            },
+            _ => Interval::everything(),
+        },
+        BinOp::Mod => match (&b.max, b.max.as_ref().and_then(|x| x.as_int())) {
+            (_, Some(k)) if k > 0 => Interval::new(Expr::i32(0), Expr::i32(k - 1)),
+            // Euclidean: x % b is in [0, |b| - 1] (0 when b == 0).
+            (Some(hi), None) if b.min.is_some() => {
+                let lo = b.min.clone().unwrap_or_else(|| Expr::i32(0));
+                let bound = Expr::max(
+                    Expr::max(
+                        Expr::sub(hi.clone(), Expr::i32(1)),
+                        Expr::sub(Expr::i32(-1), lo),
+                    ),
+                    Expr::i32(0),
+                );
+                Interval::new(Expr::i32(0), simplify(&bound))
+            }
+            _ => Interval::everything(),
+        },
+        BinOp::Min => Interval {
+            min: map2(&a.min, &b.min, Expr::min),
+            max: match (&a.max, &b.max) {
+                (Some(x), Some(y)) => Some(simplify(&Expr::min(x.clone(), y.clone()))),
+                (Some(x), None) | (None, Some(x)) => Some(x.clone()),
+                _ => None,
+            },
+        },
+        BinOp::Max => Interval {
+            min: match (&a.min, &b.min) {
+                (Some(x), Some(y)) => Some(simplify(&Expr::max(x.clone(), y.clone()))),
+                (Some(x), None) | (None, Some(x)) => Some(x.clone()),
+                _ => None,
+            },
+            max: map2(&a.max, &b.max, Expr::max),
+        },
+        BinOp::Shr => match b_const {
+            Some(k) if (0..31).contains(&k) => {
+                binary_bounds(BinOp::Div, a, &Interval::point(Expr::i32(1 << k)), b_expr)
+            }
+            _ => Interval::everything(),
+        },
+        BinOp::Shl => match b_const {
+            Some(k) if (0..31).contains(&k) => {
+                binary_bounds(BinOp::Mul, a, &Interval::point(Expr::i32(1 << k)), b_expr)
+            }
+            _ => Interval::everything(),
+        },
+        BinOp::BitAnd => match (b_const, a.min.as_ref().and_then(|x| x.as_int())) {
+            (Some(k), Some(lo)) if k >= 0 && lo >= 0 => Interval::new(Expr::i32(0), Expr::i32(k)),
+            _ => Interval::everything(),
+        },
+        _ => Interval::everything(),
+    }
+}
+
+/// How an expression changes as one variable increases.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Monotonic {
+    Constant,
+    Increasing,
+    Decreasing,
+    Unknown,
+}
+
+impl Monotonic {
+    fn flip(self) -> Monotonic {
+        match self {
+            Monotonic::Increasing => Monotonic::Decreasing,
+            Monotonic::Decreasing => Monotonic::Increasing,
+            m => m,
+        }
+    }
+    fn join(self, other: Monotonic) -> Monotonic {
+        use Monotonic::*;
+        match (self, other) {
+            (Constant, m) | (m, Constant) => m,
+            (a, b) if a == b => a,
+            _ => Unknown,
+        }
+    }
+}
+
+/// Whether `e` is monotonic in the variable `var` (non-strictly).
+pub fn monotonic(e: &Expr, var: &str) -> Monotonic {
+    use Monotonic::*;
+    if !argent_ir::visit::expr_uses_var(e, var) {
+        return Constant;
+    }
+    match e.kind() {
+        ExprKind::Var(n) if n == var => Increasing,
+        ExprKind::Binary { op, a, b } => {
+            let (ma, mb) = (monotonic(a, var), monotonic(b, var));
+            match op {
+                BinOp::Add | BinOp::Min | BinOp::Max => ma.join(mb),
+                BinOp::Sub => ma.join(mb.flip()),
+                BinOp::Mul | BinOp::Div => match (mb, const_int(b), ma, const_int(a)) {
+                    (Constant, Some(k), m, _) if k > 0 => m,
+                    (Constant, Some(k), m, _) if k < 0 => m.flip(),
+                    (m, _, Constant, Some(k)) if *op == BinOp::Mul && k >= 0 => m,
+                    _ => Unknown,
+                },
+                _ => Unknown,
+            }
+        }
+        ExprKind::Select {
+            cond,
+            then,
+            otherwise,
+        } if monotonic(cond, var) == Constant => {
+            monotonic(then, var).join(monotonic(otherwise, var))
+        }
+        ExprKind::Cast { value, .. } if e.ty() == Type::I32 => monotonic(value, var),
+        ExprKind::Call {
+            target: CallTarget::Intrinsic(Intrinsic::Likely),
+            args,
+        } => monotonic(&args[0], var),
+        _ => Unknown,
+    }
+}
+
+/// A constant upper bound of `e`, found by replacing `min(p, q)` terms
+/// with positive coefficients by `p` or `q` (and `max` terms with negative
+/// ones likewise) until the affine form is constant. Proves facts like
+/// `min(a, M) - max(a, m) <= 0` that plain interval arithmetic cannot.
+pub fn const_upper_bound(e: &Expr) -> Option<i64> {
+    let f = affine_of(&simplify(e));
+    let mut choices: Vec<Vec<Expr>> = Vec::new();
+    for (c, atom) in f.terms.values() {
+        let mut opts = vec![atom.clone()];
+        if let ExprKind::Binary { op, a, b } = atom.kind() {
+            if (*op == BinOp::Min && *c > 0) || (*op == BinOp::Max && *c < 0) {
+                opts = vec![a.clone(), b.clone()];
+            }
+        }
+        choices.push(opts);
+    }
+    if choices.iter().map(|c| c.len()).product::<usize>() > 256 {
+        return None;
+    }
+    let coefs: Vec<i64> = f.terms.values().map(|(c, _)| *c).collect();
+    let mut best: Option<i64> = None;
+    let mut idx = vec![0usize; choices.len()];
+    loop {
+        let mut sum = Expr::i32(f.constant);
+        for (k, opts) in choices.iter().enumerate() {
+            sum = Expr::add(sum, Expr::mul(opts[idx[k]].clone(), Expr::i32(coefs[k])));
+        }
+        if let Some(v) = simplify(&sum).as_int() {
+            best = Some(best.map_or(v, |b: i64| b.min(v)));
+        }
+        let mut k = 0;
+        loop {
+            if k == idx.len() {
+                return best;
+            }
+            idx[k] += 1;
+            if idx[k] < choices[k].len() {
+                break;
+            }
+            idx[k] = 0;
+            k += 1;
+        }
+    }
+}
+
+fn float_bounds(op: BinOp, a: &Interval, b: &Interval) -> Interval {
+    let all = |x: &Interval| x.min.is_some() && x.max.is_some();
+    let consts = |x: &Interval| -> Option<(f64, f64)> {
+        Some((x.min.as_ref()?.as_float()?, x.max.as_ref()?.as_float()?))
+    };
+    match op {
+        BinOp::Add | BinOp::Sub | BinOp::Min | BinOp::Max => {
+            binary_bounds(op, a, b, &Expr::f32(0.0))
+        }
+        BinOp::Mul | BinOp::Div if all(a) && all(b) => {
+            let divisor_ok = op == BinOp::Mul
+                || b.min == b.max
+                || consts(b)
+                    .is_some_and(|(lo, hi)| (lo > 0.0) == (hi > 0.0) && lo != 0.0 && hi != 0.0);
+            if !divisor_ok {
+                return Interval::everything();
+            }
+            let (a0, a1, b0, b1) = (
+                a.min.clone().unwrap(),
+                a.max.clone().unwrap(),
+                b.min.clone().unwrap(),
+                b.max.clone().unwrap(),
+            );
+            let f = |x: Expr, y: Expr| Expr::binary(op, x, y);
+            let p = [
+                f(a0.clone(), b0.clone()),
+                f(a0, b1.clone()),
+                f(a1.clone(), b0),
+                f(a1, b1),
+            ];
+            let lo = p.iter().cloned().reduce(Expr::min).map(|e| simplify(&e));
+            let hi = p.iter().cloned().reduce(Expr::max).map(|e| simplify(&e));
+            Interval { min: lo, max: hi }
+        }
+        _ => Interval::everything(),
+    }
+}
+
+/// Whether `e` has fewer than `limit` nodes (stops counting at the limit).
+pub fn node_count_below(e: &Expr, limit: usize) -> bool {
+    fn count(e: &Expr, budget: &mut usize) -> bool {
+        if *budget == 0 {
+            return false;
+        }
+        *budget -= 1;
+        match e.kind() {
+            ExprKind::IntImm(_) | ExprKind::FloatImm(_) | ExprKind::Var(_) => true,
+            ExprKind::Cast { value, .. }
+            | ExprKind::Unary { value, .. }
+            | ExprKind::Broadcast { value, .. } => count(value, budget),
+            ExprKind::Binary { a, b, .. } => count(a, budget) && count(b, budget),
+            ExprKind::Select {
+                cond,
+                then,
+                otherwise,
+            } => count(cond, budget) && count(then, budget) && count(otherwise, budget),
+            ExprKind::Call { args, .. } => args.iter().all(|a| count(a, budget)),
+            ExprKind::Let { value, body, .. } => count(value, budget) && count(body, budget),
+            ExprKind::Load { index, .. } => count(index, budget),
+            ExprKind::Ramp { base, stride, .. } => count(base, budget) && count(stride, budget),
+            ExprKind::Shuffle { vectors, .. } => vectors.iter().all(|a| count(a, budget)),
+        }
+    }
+    let mut budget = limit;
+    count(e, &mut budget)
+}

@@ -1,0 +1,832 @@
+//! Bounds inference: symbolic interval analysis of the region of each func
+//! that its consumers need, unioned over consumers and over the func's own
+//! update stages. Regions become `let f.sK.v.min/max` statements: for funcs
+//! computed at the root they are hoisted to the top of the pipeline (in
+//! consumer-before-producer order, so each refers to its consumers' names
+//! rather than re-deriving them); for funcs computed inside a loop they sit
+//! at the compute level. Then `Realize` bounds are the boxes touched inside
+//! each realization, and `Assert`s check inputs and outputs before anything
+//! runs.
+
+use crate::arith::{Interval, Scope, bounds_of_expr, simplify};
+use crate::error::{LowerBug, LowerError};
+use crate::schedule_tree::{Level, ScheduleTree};
+use crate::synthesize::stage_dims;
+use argent_ir::visit::{Mutator, Visitor, mutate_stmt_children};
+use argent_ir::{AssertKind, CallTarget, Expr, ExprKind, Pipeline, Range, Stmt, buffer_field};
+
+/// A box: one interval per dimension.
+pub type Box_ = Vec<Interval>;
+
+fn union_box(acc: &mut Option<Box_>, b: Box_) {
+    match acc {
+        None => *acc = Some(b),
+        Some(a) => {
+            for (x, y) in a.iter_mut().zip(b) {
+                *x = x.union(&y);
+            }
+        }
+    }
+}
+
+/// Collects the box of `target` read (and optionally written) in a
+/// statement, with loop and let variables replaced by their ranges.
+struct BoxFinder<'a> {
+    target: &'a str,
+    include_provides: bool,
+    include_calls: bool,
+    /// Only count accesses made while producing this func (used to name the
+    /// stage that reads an input).
+    only_inside: Option<&'a str>,
+    producing: Vec<String>,
+    scope: Scope,
+    result: Option<Box_>,
+}
+
+impl BoxFinder<'_> {
+    fn counts(&self) -> bool {
+        match self.only_inside {
+            None => true,
+            Some(f) => self.producing.last().map(|s| s.as_str()) == Some(f),
+        }
+    }
+
+    fn expr(&mut self, e: &Expr) {
+        match e.kind() {
+            ExprKind::Let { name, value, body } => {
+                self.expr(value);
+                let v = bounds_of_expr(value, &mut self.scope);
+                self.scope.push(name, v);
+                self.expr(body);
+                self.scope.pop();
+            }
+            ExprKind::Call {
+                target: CallTarget::Func(n) | CallTarget::Input(n),
+                args,
+            } if n == self.target => {
+                if self.counts() && self.include_calls {
+                    let b = args
+                        .iter()
+                        .map(|a| bounds_of_expr(a, &mut self.scope))
+                        .collect();
+                    union_box(&mut self.result, b);
+                }
+                args.iter().for_each(|a| self.expr(a));
+            }
+            // Each branch of a select only runs where its condition holds:
+            // narrow the variables the condition compares (this keeps the
+            // interior branch of a border rule from "reading" outside).
+            ExprKind::Select {
+                cond,
+                then,
+                otherwise,
+            } => {
+                self.expr(cond);
+                for (branch, positive) in [(then, true), (otherwise, false)] {
+                    let pushed = self.narrow(cond, positive);
+                    self.expr(branch);
+                    for _ in 0..pushed {
+                        self.scope.pop();
+                    }
+                }
+            }
+            _ => {
+                struct Children<'b, 'c>(&'b mut BoxFinder<'c>);
+                impl argent_ir::visit::Visitor for Children<'_, '_> {
+                    fn visit_expr(&mut self, e: &Expr) {
+                        self.0.expr(e);
+                    }
+                }
+                argent_ir::visit::walk_expr(&mut Children(self), e);
+            }
+        }
+    }
+
+    /// Push narrowed intervals for the variables `cond` (or its negation)
+    /// constrains; returns how many were pushed.
+    fn narrow(&mut self, cond: &Expr, positive: bool) -> usize {
+        use argent_ir::BinOp::*;
+        match cond.kind() {
+            ExprKind::Binary { op: And, a, b } if positive => {
+                self.narrow(a, true) + self.narrow(b, true)
+            }
+            ExprKind::Binary { op: Or, a, b } if !positive => {
+                self.narrow(a, false) + self.narrow(b, false)
+            }
+            ExprKind::Unary {
+                op: argent_ir::UnaryOp::Not,
+                value,
+            } => self.narrow(value, !positive),
+            ExprKind::Call {
+                target: CallTarget::Intrinsic(argent_ir::Intrinsic::Likely),
+                args,
+            } => self.narrow(&args[0], positive),
+            ExprKind::Binary { op, a, b }
+                if op.is_comparison() && a.ty() == argent_ir::Type::I32 =>
+            {
+                // Normalise to `v op e` with `v` a variable in scope.
+                let (v, e, op) = match (a.as_var(), b.as_var()) {
+                    (Some(v), _) if self.scope.get(v).is_some() => (v, b, *op),
+                    (_, Some(v)) if self.scope.get(v).is_some() => {
+                        let flipped = match op {
+                            Lt => Gt,
+                            Le => Ge,
+                            Gt => Lt,
+                            Ge => Le,
+                            o => *o,
+                        };
+                        (v, a, flipped)
+                    }
+                    _ => return 0,
+                };
+                let op = if positive {
+                    op
+                } else {
+                    match op {
+                        Lt => Ge,
+                        Le => Gt,
+                        Gt => Le,
+                        Ge => Lt,
+                        Eq => Ne,
+                        Ne => Eq,
+                        o => o,
+                    }
+                };
+                let bound = bounds_of_expr(e, &mut self.scope);
+                let one = Expr::i32(1);
+                let (lo, hi) = match op {
+                    Lt => (None, bound.max.map(|m| Expr::sub(m, one))),
+                    Le => (None, bound.max),
+                    Gt => (bound.min.map(|m| Expr::add(m, one)), None),
+                    Ge => (bound.min, None),
+                    Eq => (bound.min, bound.max),
+                    _ => return 0,
+                };
+                let Some(cur) = self.scope.get(v).cloned() else {
+                    return 0;
+                };
+                let join =
+                    |a: Option<Expr>, b: Option<Expr>, f: fn(Expr, Expr) -> Expr| match (a, b) {
+                        (Some(x), Some(y)) => Some(simplify(&f(x, y))),
+                        (x, y) => x.or(y),
+                    };
+                let narrowed = Interval {
+                    min: join(cur.min, lo, Expr::max),
+                    max: join(cur.max, hi, Expr::min),
+                };
+                self.scope.push(v, narrowed);
+                1
+            }
+            _ => 0,
+        }
+    }
+
+    fn stmt(&mut self, s: &Stmt) {
+        match s {
+            Stmt::LetStmt { name, value, body } => {
+                self.expr(value);
+                let v = bounds_of_expr(value, &mut self.scope);
+                self.scope.push(name, v);
+                self.stmt(body);
+                self.scope.pop();
+            }
+            Stmt::For {
+                var,
+                min,
+                extent,
+                body,
+                ..
+            } => {
+                self.expr(min);
+                self.expr(extent);
+                // Simplify `min + extent - 1` before taking its bounds, so that
+                // `m + (M - m + 1) - 1` is `M` rather than `max(M) + max(M) - min(m)`.
+                let lo = bounds_of_expr(min, &mut self.scope);
+                let last = simplify(&Expr::sub(
+                    Expr::add(min.clone(), extent.clone()),
+                    Expr::i32(1),
+                ));
+                let hi = bounds_of_expr(&last, &mut self.scope);
+                self.scope.push(
+                    var,
+                    Interval {
+                        min: lo.min,
+                        max: hi.max,
+                    },
+                );
+                self.stmt(body);
+                self.scope.pop();
+            }
+            Stmt::Provide { func, args, value } => {
+                if self.include_provides && func == self.target && self.counts() {
+                    let b = args
+                        .iter()
+                        .map(|a| bounds_of_expr(a, &mut self.scope))
+                        .collect();
+                    union_box(&mut self.result, b);
+                }
+                args.iter().for_each(|a| self.expr(a));
+                self.expr(value);
+            }
+            Stmt::ProducerConsumer {
+                func,
+                producing,
+                body,
+            } => {
+                if *producing {
+                    self.producing.push(func.clone());
+                }
+                self.stmt(body);
+                if *producing {
+                    self.producing.pop();
+                }
+            }
+            Stmt::Realize { bounds, body, .. } => {
+                for r in bounds {
+                    self.expr(&r.min);
+                    self.expr(&r.extent);
+                }
+                self.stmt(body);
+            }
+            Stmt::Block(v) => v.iter().for_each(|s| self.stmt(s)),
+            Stmt::IfThenElse {
+                cond,
+                then,
+                otherwise,
+            } => {
+                self.expr(cond);
+                self.stmt(then);
+                if let Some(o) = otherwise {
+                    self.stmt(o);
+                }
+            }
+            Stmt::Assert { cond, args, .. } => {
+                self.expr(cond);
+                args.iter().for_each(|a| self.expr(a));
+            }
+            Stmt::Evaluate(e) => self.expr(e),
+            Stmt::Store { index, value, .. } => {
+                self.expr(index);
+                self.expr(value);
+            }
+            Stmt::Allocate { size, body, .. } => {
+                self.expr(size);
+                self.stmt(body);
+            }
+        }
+    }
+}
+
+/// The box of `func` (a func or an input) that `s` reads, and also writes
+/// when `include_provides`; `None` when `s` does not touch it.
+pub fn box_touched(s: &Stmt, func: &str, include_provides: bool, params: &Scope) -> Option<Box_> {
+    let mut f = BoxFinder {
+        target: func,
+        include_provides,
+        include_calls: true,
+        only_inside: None,
+        producing: Vec::new(),
+        scope: params.clone(),
+        result: None,
+    };
+    f.stmt(s);
+    f.result
+}
+
+fn box_read_by(s: &Stmt, input: &str, reader: &str, params: &Scope) -> Option<Box_> {
+    let mut f = BoxFinder {
+        target: input,
+        include_provides: false,
+        include_calls: true,
+        only_inside: Some(reader),
+        producing: Vec::new(),
+        scope: params.clone(),
+        result: None,
+    };
+    f.stmt(s);
+    f.result
+}
+
+/// The declared ranges of the scalar parameters, which bound indices
+/// computed from them (a bilateral grid's `i32(gray * (1.0 / r_sigma))`).
+pub fn param_scope(pipeline: &Pipeline) -> Scope {
+    let mut scope = Scope::default();
+    for p in &pipeline.params {
+        if let Some((lo, hi)) = p.range {
+            scope.push(
+                &p.name,
+                Interval::new(Expr::constant(p.ty, lo), Expr::constant(p.ty, hi)),
+            );
+        }
+    }
+    scope
+}
+
+/// The box of `func` that `s` writes.
+pub fn box_provided(s: &Stmt, func: &str) -> Option<Box_> {
+    let mut f = BoxFinder {
+        target: func,
+        include_provides: true,
+        include_calls: false,
+        only_inside: None,
+        producing: Vec::new(),
+        scope: Scope::default(),
+        result: None,
+    };
+    f.stmt(s);
+    f.result
+}
+
+/// Replace the `Block[produce f, consume f]` node with `wrap(node)`, and
+/// return the consume body seen there.
+fn at_injection(s: &Stmt, func: &str, wrap: &mut dyn FnMut(&Stmt, &Stmt) -> Stmt) -> (Stmt, bool) {
+    struct Finder<'a> {
+        func: &'a str,
+        wrap: &'a mut dyn FnMut(&Stmt, &Stmt) -> Stmt,
+        found: bool,
+    }
+    impl Mutator for Finder<'_> {
+        fn mutate_stmt(&mut self, s: &Stmt) -> Stmt {
+            if self.found {
+                return s.clone();
+            }
+            if let Stmt::Block(v) = s {
+                if let [
+                    Stmt::ProducerConsumer {
+                        func: a,
+                        producing: true,
+                        ..
+                    },
+                    Stmt::ProducerConsumer {
+                        func: b,
+                        producing: false,
+                        body,
+                    },
+                ] = v.as_slice()
+                {
+                    if a == self.func && b == self.func {
+                        self.found = true;
+                        return (self.wrap)(s, body);
+                    }
+                }
+            }
+            mutate_stmt_children(self, s)
+        }
+    }
+    let mut f = Finder {
+        func,
+        wrap,
+        found: false,
+    };
+    let out = f.mutate_stmt(s);
+    (out, f.found)
+}
+
+fn max_of(min: &Expr, extent: &Expr) -> Expr {
+    simplify(&Expr::sub(
+        Expr::add(min.clone(), extent.clone()),
+        Expr::i32(1),
+    ))
+}
+
+/// The region of `func` that must be computed, given the box its consumers
+/// need: apply `bound`/`align_bounds` and grow it by what the func's own
+/// update stages write and read of it.
+fn func_region(
+    tree: &ScheduleTree,
+    pipeline: &Pipeline,
+    func: &str,
+    required: Option<Box_>,
+) -> Result<Box_, LowerError> {
+    let f = pipeline
+        .func(func)
+        .ok_or_else(|| LowerBug(format!("unknown func {func}")))?;
+    let sched = tree
+        .func(func)
+        .ok_or_else(|| LowerBug(format!("no schedule for {func}")))?;
+    let mut region = if sched.is_output {
+        (0..f.args.len())
+            .map(|d| {
+                let min = Expr::var_i32(buffer_field(func, "min", d));
+                let ext = Expr::var_i32(buffer_field(func, "extent", d));
+                Interval::new(min.clone(), max_of(&min, &ext))
+            })
+            .collect()
+    } else {
+        // A func nobody reads still gets an empty region of the right rank.
+        required.unwrap_or_else(|| vec![Interval::new(Expr::i32(0), Expr::i32(-1)); f.args.len()])
+    };
+    for (i, min, extent) in &sched.bounds {
+        region[*i] = Interval::new(min.clone(), max_of(min, extent));
+    }
+    for (i, modulus, remainder) in &sched.align {
+        if let (Some(lo), Some(hi)) = (region[*i].min.clone(), region[*i].max.clone()) {
+            let new_min = simplify(&Expr::add(
+                Expr::mul(
+                    Expr::div(Expr::sub(lo, remainder.clone()), modulus.clone()),
+                    modulus.clone(),
+                ),
+                remainder.clone(),
+            ));
+            let new_max = simplify(&Expr::sub(
+                Expr::add(
+                    new_min.clone(),
+                    Expr::mul(
+                        Expr::div(
+                            Expr::add(Expr::sub(hi, new_min.clone()), modulus.clone()),
+                            modulus.clone(),
+                        ),
+                        modulus.clone(),
+                    ),
+                ),
+                Expr::i32(1),
+            ));
+            region[*i] = Interval::new(new_min, new_max);
+        }
+    }
+    // Updates may write (scatter) and read the func outside what consumers
+    // need: the pure stage must initialise all of it.
+    for (k, u) in f.updates.iter().enumerate() {
+        let (pure, _) = stage_dims(f, k + 1);
+        let mut scope = param_scope(pipeline);
+        for (i, a) in f.args.iter().enumerate() {
+            if pure.contains(a) {
+                scope.push(a, region[i].clone());
+            }
+        }
+        if let Some(r) = &u.rdom {
+            for d in &r.dims {
+                let lo = bounds_of_expr(&d.min, &mut scope);
+                let ext = bounds_of_expr(&d.extent, &mut scope);
+                let hi = match (&lo.max, &ext.max) {
+                    (Some(m), Some(e)) => Some(max_of(m, e)),
+                    _ => None,
+                };
+                scope.push(
+                    &d.name,
+                    Interval {
+                        min: lo.min,
+                        max: hi,
+                    },
+                );
+            }
+        }
+        let mut touched = vec![
+            u.args
+                .iter()
+                .map(|a| bounds_of_expr(a, &mut scope))
+                .collect::<Vec<_>>(),
+        ];
+        let mut reads = Vec::new();
+        collect_self_reads(&u.value, func, &mut reads);
+        for args in reads {
+            touched.push(args.iter().map(|a| bounds_of_expr(a, &mut scope)).collect());
+        }
+        for b in touched {
+            for (x, y) in region.iter_mut().zip(b) {
+                *x = x.union(&y);
+            }
+        }
+    }
+    for (d, i) in region.iter().enumerate() {
+        if !i.is_bounded() {
+            let dim = f.args.get(d).cloned().unwrap_or_default();
+            return Err(LowerError::Algorithm(format!(
+                "cannot infer the region of `{func}` that must be computed in dimension `{dim}`: an index used to read it has no known range; clamp the index or add `{func}.bound({dim}, min, extent)`"
+            )));
+        }
+    }
+    Ok(region)
+}
+
+fn collect_self_reads(e: &Expr, func: &str, out: &mut Vec<Vec<Expr>>) {
+    struct R<'a>(&'a str, &'a mut Vec<Vec<Expr>>);
+    impl argent_ir::visit::Visitor for R<'_> {
+        fn visit_expr(&mut self, e: &Expr) {
+            if let ExprKind::Call {
+                target: CallTarget::Func(n),
+                args,
+            } = e.kind()
+            {
+                if n == self.0 {
+                    self.1.push(args.clone());
+                }
+            }
+            argent_ir::visit::walk_expr(self, e);
+        }
+    }
+    R(func, out).visit_expr(e);
+}
+
+/// The `let` bindings of every stage's loop bounds for a func with `region`.
+fn region_lets(pipeline: &Pipeline, func: &str, region: &Box_) -> Vec<(String, Expr)> {
+    let mut lets = Vec::new();
+    let Some(f) = pipeline.func(func) else {
+        return lets;
+    };
+    for s in 0..=f.updates.len() {
+        let (pure, rvars) = stage_dims(f, s);
+        for (i, a) in f.args.iter().enumerate() {
+            if pure.contains(a) {
+                let iv = &region[i];
+                if let (Some(lo), Some(hi)) = (&iv.min, &iv.max) {
+                    lets.push((format!("{func}.s{s}.{a}.min"), lo.clone()));
+                    lets.push((format!("{func}.s{s}.{a}.max"), hi.clone()));
+                }
+            }
+        }
+        if let Some(r) = f
+            .updates
+            .get(s.wrapping_sub(1))
+            .and_then(|u| u.rdom.as_ref())
+        {
+            for d in &r.dims {
+                if rvars.contains(&d.name) {
+                    lets.push((format!("{func}.s{s}.{}.min", d.name), d.min.clone()));
+                    lets.push((
+                        format!("{func}.s{s}.{}.max", d.name),
+                        max_of(&d.min, &d.extent),
+                    ));
+                }
+            }
+        }
+    }
+    lets
+}
+
+fn wrap_lets(lets: &[(String, Expr)], body: Stmt) -> Stmt {
+    lets.iter().rev().fold(body, |b, (n, v)| Stmt::LetStmt {
+        name: n.clone(),
+        value: v.clone(),
+        body: Box::new(b),
+    })
+}
+
+/// Infer the region of every func and bind its stages' loop bounds.
+/// Returns the body without the root-level lets and those lets (outermost
+/// first); [`finish`] puts them back around the checks.
+///
+/// Example: for `blur_y(x, y) = blur_x(x, y - 1) + ..` with blur_x at the root,
+/// `let blur_x.s0.y.min = blur_y.s0.y.min - 1` and
+/// `let blur_x.s0.y.max = blur_y.s0.y.max + 1` are bound before `produce blur_x`.
+pub fn bounds_inference(
+    tree: &ScheduleTree,
+    pipeline: &Pipeline,
+    body: &Stmt,
+) -> Result<(Stmt, Vec<(String, Expr)>), LowerError> {
+    let mut stmt = body.clone();
+    let mut root_lets: Vec<(String, Expr)> = Vec::new();
+    let params = param_scope(pipeline);
+    for name in tree.realization_order.iter().rev() {
+        let sched = tree
+            .func(name)
+            .ok_or_else(|| LowerBug(format!("no schedule for {name}")))?;
+        let mut err = None;
+        let mut wrap = |node: &Stmt, consume: &Stmt| -> Stmt {
+            let required = box_touched(consume, name, false, &params);
+            match func_region(tree, pipeline, name, required) {
+                Ok(region) => {
+                    let lets = region_lets(pipeline, name, &region);
+                    if sched.compute == Level::Root {
+                        root_lets.extend(lets);
+                        node.clone()
+                    } else {
+                        wrap_lets(&lets, node.clone())
+                    }
+                }
+                Err(e) => {
+                    err = Some(e);
+                    node.clone()
+                }
+            }
+        };
+        let (s, found) = at_injection(&stmt, name, &mut wrap);
+        if let Some(e) = err {
+            return Err(e);
+        }
+        if !found {
+            return Err(LowerBug(format!("injection point of {name} not found")).into());
+        }
+        stmt = s;
+    }
+    Ok((stmt, root_lets))
+}
+
+/// Fill in every `Realize`'s bounds with the box touched inside it.
+///
+/// Example: `realize blur_x: u16() { .. }` becomes
+/// `realize blur_x: u16([blur_x.s0.x.min, blur_x.s0.x.max - blur_x.s0.x.min + 1], ..)`.
+pub fn realize_bounds(body: &Stmt) -> Result<Stmt, LowerError> {
+    struct R {
+        err: Option<LowerError>,
+    }
+    impl Mutator for R {
+        fn mutate_stmt(&mut self, s: &Stmt) -> Stmt {
+            if let Stmt::Realize {
+                func,
+                ty,
+                bounds,
+                body,
+            } = s
+            {
+                let body = self.mutate_stmt(body);
+                if !bounds.is_empty() {
+                    return Stmt::Realize {
+                        func: func.clone(),
+                        ty: *ty,
+                        bounds: bounds.clone(),
+                        body: Box::new(body),
+                    };
+                }
+                // Consumers only read what bounds inference made the stages
+                // write, so the written box is the storage needed.
+                let b = box_provided(&body, func).unwrap_or_default();
+                let mut ranges = Vec::new();
+                for iv in b {
+                    match (iv.min, iv.max) {
+                        (Some(lo), Some(hi)) => {
+                            let extent =
+                                simplify(&Expr::add(Expr::sub(hi, lo.clone()), Expr::i32(1)));
+                            ranges.push(Range { min: lo, extent });
+                        }
+                        _ => {
+                            self.err = Some(LowerError::Algorithm(format!(
+                                "cannot bound the storage of `{func}`; add a bound() directive"
+                            )));
+                        }
+                    }
+                }
+                return Stmt::Realize {
+                    func: func.clone(),
+                    ty: *ty,
+                    bounds: ranges,
+                    body: Box::new(body),
+                };
+            }
+            mutate_stmt_children(self, s)
+        }
+    }
+    let mut r = R { err: None };
+    let out = r.mutate_stmt(body);
+    match r.err {
+        Some(e) => Err(e),
+        None => Ok(out),
+    }
+}
+
+/// Add the run-time checks (inputs cover what each stage reads, outputs
+/// cover what is written) at the top of `body`, then wrap it in the
+/// root-level region lets.
+///
+/// Example: `assert(((blur_x.s0.x.min - 1) >= in.min.0) && .., InputTooSmall { input: "in", stage: "blur_x", dim: 0 }, [..])`.
+pub fn finish(
+    pipeline: &Pipeline,
+    body: Stmt,
+    root_lets: &[(String, Expr)],
+) -> Result<Stmt, LowerError> {
+    let mut checks = Vec::new();
+    let params = param_scope(pipeline);
+    let readers: Vec<String> = pipeline.funcs.iter().map(|f| f.name.clone()).collect();
+    for input in &pipeline.inputs {
+        for reader in &readers {
+            let Some(b) = box_read_by(&body, &input.name, reader, &params) else {
+                continue;
+            };
+            for (d, iv) in b.iter().enumerate() {
+                let (Some(lo), Some(hi)) = (&iv.min, &iv.max) else {
+                    return Err(LowerError::Algorithm(format!(
+                        "cannot bound the region of input `{}` that `{reader}` reads in dimension {d}; clamp the index or use a boundary condition such as repeat_edge",
+                        input.name
+                    )));
+                };
+                checks.push(region_check(
+                    &input.name,
+                    d,
+                    lo,
+                    hi,
+                    AssertKind::InputTooSmall {
+                        input: input.name.clone(),
+                        stage: reader.clone(),
+                        dim: d,
+                    },
+                ));
+            }
+        }
+    }
+    for out in &pipeline.outputs {
+        if let Some(b) = box_provided(&body, out) {
+            // Only writes matter for outputs; reads are of values written.
+            for (d, iv) in b.iter().enumerate() {
+                if let (Some(lo), Some(hi)) = (&iv.min, &iv.max) {
+                    checks.push(region_check(
+                        out,
+                        d,
+                        lo,
+                        hi,
+                        AssertKind::OutputTooSmall {
+                            output: out.clone(),
+                            dim: d,
+                        },
+                    ));
+                }
+            }
+        }
+    }
+    let mut all = checks;
+    all.push(DropEmptyConsumes.mutate_stmt(&body));
+    let body = wrap_lets(root_lets, Stmt::block(all));
+    let mut c = ConstantExtents {
+        lets: Vec::new(),
+        err: None,
+    };
+    let body = c.mutate_stmt(&body);
+    match c.err {
+        Some(e) => Err(e),
+        None => Ok(body),
+    }
+}
+
+fn region_check(buffer: &str, d: usize, lo: &Expr, hi: &Expr, kind: AssertKind) -> Stmt {
+    let given_min = Expr::var_i32(buffer_field(buffer, "min", d));
+    let given_max = max_of(
+        &given_min,
+        &Expr::var_i32(buffer_field(buffer, "extent", d)),
+    );
+    let cond = simplify(&Expr::and(
+        Expr::binary(argent_ir::BinOp::Ge, lo.clone(), given_min.clone()),
+        Expr::le(hi.clone(), given_max.clone()),
+    ));
+    Stmt::Assert {
+        cond,
+        kind,
+        args: vec![lo.clone(), hi.clone(), given_min, given_max],
+    }
+}
+
+/// Removes `consume f {}` blocks left where nothing follows a producer.
+struct DropEmptyConsumes;
+
+impl Mutator for DropEmptyConsumes {
+    fn mutate_stmt(&mut self, s: &Stmt) -> Stmt {
+        match s {
+            Stmt::ProducerConsumer {
+                producing: false,
+                body,
+                ..
+            } if body.is_no_op() => Stmt::no_op(),
+            _ => mutate_stmt_children(self, s),
+        }
+    }
+}
+
+/// Vectorized and unrolled loops need constant extents; where the schedule
+/// left that to bounds inference (`vectorize(c)` of a func whose consumers
+/// read `c` in `0..3`), substitute the enclosing bindings to find it.
+struct ConstantExtents {
+    lets: Vec<(String, Expr)>,
+    err: Option<LowerError>,
+}
+
+impl Mutator for ConstantExtents {
+    fn mutate_stmt(&mut self, s: &Stmt) -> Stmt {
+        match s {
+            Stmt::LetStmt { name, value, .. } => {
+                self.lets.push((name.clone(), value.clone()));
+                let out = mutate_stmt_children(self, s);
+                self.lets.pop();
+                out
+            }
+            Stmt::For {
+                var,
+                min,
+                extent,
+                kind,
+                body,
+            } if matches!(
+                kind,
+                argent_ir::ForKind::Vectorized | argent_ir::ForKind::Unrolled
+            ) && extent.as_int().is_none() =>
+            {
+                let mut e = extent.clone();
+                for (n, v) in self.lets.iter().rev() {
+                    e = argent_ir::visit::substitute(&e, n, v);
+                }
+                let e = simplify(&e);
+                if e.as_int().is_none() && self.err.is_none() {
+                    self.err = Some(LowerError::Algorithm(format!(
+                        "the loop `{var}` is {} but its extent `{extent}` is not a constant; give the directive a factor or add a bound()",
+                        kind.keyword()
+                    )));
+                }
+                Stmt::For {
+                    var: var.clone(),
+                    min: min.clone(),
+                    extent: e,
+                    kind: *kind,
+                    body: Box::new(self.mutate_stmt(body)),
+                }
+            }
+            _ => mutate_stmt_children(self, s),
+        }
+    }
+}

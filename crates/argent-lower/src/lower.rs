@@ -1,0 +1,196 @@
+//! The lowering pipeline: the passes in order, with optional IR dumps.
+//!
+//! 1. `schedule_tree`      directives -> schedule tree (and rfactor)
+//! 2. `synthesize`         loop nests, producers injected at compute/store levels
+//! 3. `bounds_inference`   regions of every func as `let f.sK.v.min/max`
+//! 4. `sliding_window`     compute only new rows along serial loops
+//! 5. `realize_bounds`     storage bounds of every realization
+//! 6. `storage_folding`    circular buffers
+//! 7. `checks`             input/output region assertions, root lets
+//! 8. `partition_loops`, `flatten`, `unroll`, `vectorize` (the passes engineer's), then
+//!    `simplify` and `cse` from argent-arith
+
+use crate::error::LowerError;
+use crate::schedule_tree::{self, Level, ScheduleTree};
+use crate::{bounds_inference, sliding_window, storage_folding, synthesize};
+use argent_ir::{BufferArg, BufferRole, Module, Pipeline, Stmt};
+
+/// Names of the passes, in order, as accepted by `print_after`.
+pub const PASSES: &[&str] = &[
+    "synthesize",
+    "bounds_inference",
+    "sliding_window",
+    "realize_bounds",
+    "storage_folding",
+    "checks",
+    "partition_loops",
+    "flatten",
+    "unroll",
+    "vectorize",
+    "simplify",
+    "cse",
+];
+
+/// What to record while lowering.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LowerOptions {
+    /// `Some("all")` dumps the IR after every pass that changed it;
+    /// `Some(name)` after that pass only. When `None`, the environment
+    /// variable `ARGENT_PRINT_AFTER` is consulted (on native targets).
+    pub print_after: Option<String>,
+    /// Stop after `checks`: the module's body is then the multi-dimensional
+    /// loop nest (for `argent lower` and for timing the core alone).
+    pub core_only: bool,
+}
+
+/// The result of lowering.
+#[derive(Clone, Debug)]
+pub struct Lowered {
+    /// The final module: flattened, unrolled, vectorised, simplified.
+    pub module: Module,
+    /// The loop nest before the passes engineer's passes (after `checks`):
+    /// multi-dimensional `Realize`/`Provide`, what `argent lower` shows by default.
+    pub loop_nest: Stmt,
+    pub schedule_tree: ScheduleTree,
+    /// `(pass name, IR text)` for each requested pass that changed the IR.
+    pub dumps: Vec<(String, String)>,
+}
+
+struct Recorder {
+    wanted: Option<String>,
+    last: String,
+    dumps: Vec<(String, String)>,
+}
+
+impl Recorder {
+    fn record(&mut self, pass: &str, s: &Stmt) {
+        let Some(w) = &self.wanted else { return };
+        if w != "all" && w != pass {
+            return;
+        }
+        let text = s.to_string();
+        if text != self.last {
+            self.dumps.push((pass.to_string(), text.clone()));
+            self.last = text;
+        }
+    }
+}
+
+/// Lower `pipeline` (algorithm + schedule) into a [`Module`] for backends.
+///
+/// Example: `blur_y(x, y) = blur_x(x, y - 1) + ..` with `blur_x.compute_root()`
+/// lowers to a body with input checks, `realize blur_x`, `produce blur_x`
+/// loops and then `produce blur_y` loops over the output buffer's region.
+pub fn lower(pipeline: &Pipeline, options: &LowerOptions) -> Result<Lowered, LowerError> {
+    let tree = schedule_tree::build(pipeline)?;
+    let wanted = options
+        .print_after
+        .clone()
+        .or_else(|| std::env::var("ARGENT_PRINT_AFTER").ok());
+    let mut rec = Recorder {
+        wanted,
+        last: String::new(),
+        dumps: Vec::new(),
+    };
+    let inlined = tree
+        .funcs
+        .iter()
+        .filter(|s| s.compute == Level::Inline)
+        .map(|s| s.name.clone())
+        .collect();
+    let algorithm = synthesize::inline_funcs(&tree.pipeline, &inlined);
+
+    let s = synthesize::synthesize(&tree)?;
+    rec.record("synthesize", &s);
+    let (s, root_lets) = bounds_inference::bounds_inference(&tree, &algorithm, &s)?;
+    // Root-level region bindings are kept apart until `checks`; show them.
+    let shown = |s: &Stmt| {
+        root_lets
+            .iter()
+            .rev()
+            .fold(s.clone(), |b, (n, v)| Stmt::LetStmt {
+                name: n.clone(),
+                value: v.clone(),
+                body: Box::new(b),
+            })
+    };
+    rec.record("bounds_inference", &shown(&s));
+    let s = sliding_window::sliding_window(&tree, &s);
+    rec.record("sliding_window", &shown(&s));
+    let s = bounds_inference::realize_bounds(&s)?;
+    rec.record("realize_bounds", &shown(&s));
+    let s = storage_folding::storage_folding(&tree, &s)?;
+    rec.record("storage_folding", &shown(&s));
+    let s = bounds_inference::finish(&algorithm, s, &root_lets)?;
+    rec.record("checks", &s);
+    let loop_nest = s.clone();
+    let mut buffers: Vec<BufferArg> = pipeline
+        .inputs
+        .iter()
+        .map(|i| BufferArg {
+            name: i.name.clone(),
+            ty: i.ty,
+            dims: i.dims.len(),
+            role: BufferRole::Input,
+        })
+        .collect();
+    for o in &pipeline.outputs {
+        if let Some(f) = pipeline.func(o) {
+            buffers.push(BufferArg {
+                name: o.clone(),
+                ty: f.ty,
+                dims: f.args.len(),
+                role: BufferRole::Output,
+            });
+        }
+    }
+    let name = pipeline
+        .outputs
+        .first()
+        .cloned()
+        .unwrap_or_else(|| "pipeline".into());
+    if options.core_only {
+        let module = Module {
+            name,
+            buffers,
+            params: pipeline.params.clone(),
+            body: s,
+        };
+        return Ok(Lowered {
+            module,
+            loop_nest,
+            schedule_tree: tree,
+            dumps: rec.dumps,
+        });
+    }
+    // The passes engineer's passes, in order.
+    let s = crate::partition_loops::partition_loops(&s);
+    rec.record("partition_loops", &s);
+
+    let s = crate::flatten::flatten(&s, &buffers);
+    rec.record("flatten", &s);
+    let s = crate::unroll::unroll(&s);
+    rec.record("unroll", &s);
+    let s = crate::vectorize::vectorize(&s);
+    rec.record("vectorize", &s);
+    let s = argent_arith::simplify_stmt(&s);
+    rec.record("simplify", &s);
+    let s = argent_arith::cse_stmt(&s);
+    rec.record("cse", &s);
+    let module = Module {
+        name: pipeline
+            .outputs
+            .first()
+            .cloned()
+            .unwrap_or_else(|| "pipeline".into()),
+        buffers,
+        params: pipeline.params.clone(),
+        body: s,
+    };
+    Ok(Lowered {
+        module,
+        loop_nest,
+        schedule_tree: tree,
+        dumps: rec.dumps,
+    })
+}

@@ -1,0 +1,863 @@
+//! Loop partitioning: a loop whose body chooses between a boundary case and
+//! a `likely` steady-state case (boundary conditions' clamps and selects,
+//! guards of split loops) is split into a prologue, a steady-state loop and
+//! an epilogue, so that the steady state runs without the clamps, selects
+//! or conditions.
+//!
+//! A `min`/`max` with a `likely` operand (or an operand that is itself
+//! such a `min`/`max`, as in `clamp(likely(x), lo, hi)`), a `select` whose
+//! condition or one side is `likely`, and an `if (likely(c))` each give a
+//! condition under which the likely side is taken. Each condition that is
+//! linear in the loop variable (after substituting `let`s, and holding for
+//! every value of inner loop variables) bounds the steady state; the
+//! steady-state loop replaces those choices by their likely side.
+//! Partitioning never changes results: the prologue and epilogue keep the
+//! original body.
+//!
+//! ```text
+//! for (x, 0, w) {                           let x.steady.min = min(1, w)
+//!   f[x] = in[max(min(likely(x - 1),        let x.steady.end = max(min(w, in.extent.0 + 1), x.steady.min)
+//!                 in.extent.0 - 1), 0)]  ==> for (x, 0, x.steady.min) { <original body> }
+//! }                                         for (x, x.steady.min, x.steady.end - x.steady.min) { f[x] = in[x - 1] }
+//!                                           for (x, x.steady.end, w - x.steady.end) { <original body> }
+//! ```
+
+use argent_arith::interval::{Interval, Scope, bounds_of_expr_in_scope};
+use argent_arith::{const_int, simplify, vars_of};
+use argent_ir::visit::{
+    Mutator, Visitor, expr_uses_var, mutate_expr_children, mutate_stmt_children, substitute,
+    walk_expr, walk_stmt,
+};
+use argent_ir::{BinOp, CallTarget, Expr, ExprKind, ForKind, Intrinsic, Stmt, Type, UnaryOp};
+use std::collections::{HashMap, HashSet};
+
+/// Partition every serial or parallel loop of `s` whose body has `likely`
+/// boundary cases that depend on the loop variable.
+pub fn partition_loops(s: &Stmt) -> Stmt {
+    // Simplifying afterwards folds constant steady-state bounds and drops
+    // pieces that are empty.
+    argent_arith::simplify_stmt(&Partitioner.mutate_stmt(s))
+}
+
+struct Partitioner;
+
+impl Mutator for Partitioner {
+    fn mutate_stmt(&mut self, s: &Stmt) -> Stmt {
+        let Stmt::For {
+            var,
+            min,
+            extent,
+            kind,
+            body,
+        } = s
+        else {
+            return mutate_stmt_children(self, s);
+        };
+        if !matches!(kind, ForKind::Serial | ForKind::Parallel) {
+            return mutate_stmt_children(self, s);
+        }
+        let mut steady = Steady {
+            var,
+            inner_names: names_bound_in(body),
+            lets: Vec::new(),
+            loops: Vec::new(),
+            lower: Vec::new(),
+            upper: Vec::new(),
+            facts: Vec::new(),
+        };
+        let steady_body = steady.mutate_stmt(body);
+        if steady.lower.is_empty() && steady.upper.is_empty() {
+            return mutate_stmt_children(self, s);
+        }
+        let last = simplify(&Expr::sub(
+            Expr::add(min.clone(), extent.clone()),
+            Expr::i32(1),
+        ));
+        let scope = Scope::new().with(var.clone(), Interval::new(min.clone(), last));
+        let steady_body = Prover {
+            facts: &steady.facts,
+            lets: Vec::new(),
+            scope,
+        }
+        .mutate_stmt(&steady_body);
+        // Outer loops first: the steady state's body is partitioned
+        // afterwards (on conditions of inner loop variables). The prologue
+        // and epilogue keep the original body: they are short, and
+        // partitioning them too would multiply the code by three per
+        // nesting level.
+        let body = body.as_ref().clone();
+        let steady_body = self.mutate_stmt(&steady_body);
+        let end = simplify(&Expr::add(min.clone(), extent.clone()));
+        let lo = steady
+            .lower
+            .iter()
+            .fold(min.clone(), |acc, b| Expr::max(acc, b.clone()));
+        let lo = simplify(&Expr::min(lo, end.clone()));
+        let hi = steady.upper.iter().fold(end.clone(), |acc, b| {
+            Expr::min(acc, Expr::add(b.clone(), Expr::i32(1)))
+        });
+        let (lo_name, hi_name) = (format!("{var}.steady.min"), format!("{var}.steady.end"));
+        let (lo_var, hi_var) = (
+            Expr::var_i32(lo_name.clone()),
+            Expr::var_i32(hi_name.clone()),
+        );
+        let hi = simplify(&Expr::max(Expr::min(hi, end.clone()), lo_var.clone()));
+        let piece = |from: &Expr, to: &Expr, body: Stmt| Stmt::For {
+            var: var.clone(),
+            min: from.clone(),
+            extent: simplify(&Expr::sub(to.clone(), from.clone())),
+            kind: *kind,
+            body: Box::new(body),
+        };
+        let loops = Stmt::block(vec![
+            piece(min, &lo_var, body.clone()),
+            piece(&lo_var, &hi_var, steady_body),
+            piece(&hi_var, &end, body),
+        ]);
+        Stmt::LetStmt {
+            name: lo_name,
+            value: lo,
+            body: Box::new(Stmt::LetStmt {
+                name: hi_name,
+                value: hi,
+                body: Box::new(loops),
+            }),
+        }
+    }
+}
+
+/// Replace the names bound by `lets` (outermost first) by their values,
+/// transitively. Only the lets `e` actually mentions are visited, one
+/// substitution pass per level of let nesting.
+/// `None` when the result would exceed [`MAX_NODES`] (lets that use each
+/// other several times grow exponentially when substituted).
+fn substitute_lets(lets: &[(String, Expr)], e: &Expr) -> Option<Expr> {
+    let mut e = e.clone();
+    for _ in 0..=lets.len() {
+        // Inner bindings hide outer ones of the same name.
+        let used: HashMap<String, Expr> = vars_of(&e)
+            .into_iter()
+            .filter_map(|n| {
+                lets.iter()
+                    .rev()
+                    .find(|(name, _)| *name == n)
+                    .map(|(_, v)| (n, v.clone()))
+            })
+            .collect();
+        if used.is_empty() {
+            break;
+        }
+        e = argent_arith::substitute_many(&e, &used);
+        if node_count(&e) > MAX_NODES {
+            return None;
+        }
+    }
+    Some(e)
+}
+
+/// The largest condition (in nodes) that partitioning reasons about.
+const MAX_NODES: usize = 400;
+
+fn node_count(e: &Expr) -> usize {
+    struct Count(usize);
+    impl Visitor for Count {
+        fn visit_expr(&mut self, e: &Expr) {
+            self.0 += 1;
+            if self.0 <= MAX_NODES {
+                walk_expr(self, e);
+            }
+        }
+    }
+    let mut c = Count(0);
+    c.visit_expr(e);
+    c.0
+}
+
+/// Every name a statement binds (lets and loop variables).
+fn names_bound_in(s: &Stmt) -> HashSet<String> {
+    struct Names(HashSet<String>);
+    impl Visitor for Names {
+        fn visit_expr(&mut self, e: &Expr) {
+            if let ExprKind::Let { name, .. } = e.kind() {
+                self.0.insert(name.clone());
+            }
+            walk_expr(self, e);
+        }
+        fn visit_stmt(&mut self, s: &Stmt) {
+            match s {
+                Stmt::LetStmt { name, .. } | Stmt::For { var: name, .. } => {
+                    self.0.insert(name.clone());
+                }
+                _ => {}
+            }
+            walk_stmt(self, s);
+        }
+    }
+    let mut n = Names(HashSet::new());
+    n.visit_stmt(s);
+    n.0
+}
+
+fn is_likely_call(e: &Expr) -> Option<&Expr> {
+    match e.kind() {
+        ExprKind::Call {
+            target: CallTarget::Intrinsic(Intrinsic::Likely),
+            args,
+        } if args.len() == 1 => Some(&args[0]),
+        _ => None,
+    }
+}
+
+/// Whether `e` is a `likely` call or a min/max with such an operand.
+fn is_likely(e: &Expr) -> bool {
+    match e.kind() {
+        _ if is_likely_call(e).is_some() => true,
+        ExprKind::Binary {
+            op: BinOp::Min | BinOp::Max,
+            a,
+            b,
+        } => is_likely(a) || is_likely(b),
+        _ => false,
+    }
+}
+
+/// The logical negation of a condition, pushed through `&&`, `||` and
+/// integer comparisons (`!(a < b)` is `b <= a` for integers).
+fn negate(c: &Expr) -> Expr {
+    match c.kind() {
+        ExprKind::Binary { op, a, b } if a.ty().is_integer() => match op {
+            BinOp::Lt => Expr::le(b.clone(), a.clone()),
+            BinOp::Le => Expr::lt(b.clone(), a.clone()),
+            BinOp::Gt => Expr::le(a.clone(), b.clone()),
+            BinOp::Ge => Expr::lt(a.clone(), b.clone()),
+            BinOp::Eq => Expr::binary(BinOp::Ne, a.clone(), b.clone()),
+            BinOp::Ne => Expr::eq(a.clone(), b.clone()),
+            _ => Expr::not(c.clone()),
+        },
+        ExprKind::Binary {
+            op: BinOp::And,
+            a,
+            b,
+        } => Expr::or(negate(a), negate(b)),
+        ExprKind::Binary {
+            op: BinOp::Or,
+            a,
+            b,
+        } => Expr::and(negate(a), negate(b)),
+        ExprKind::Unary {
+            op: UnaryOp::Not,
+            value,
+        } => value.clone(),
+        _ => Expr::not(c.clone()),
+    }
+}
+
+/// Builds the steady-state body of one loop and the bounds of the loop
+/// variable under which it is valid.
+struct Steady<'a> {
+    var: &'a str,
+    /// Names bound inside the loop body: a bound mentioning one is useless.
+    inner_names: HashSet<String>,
+    /// Lets enclosing the current point inside the body, outermost first.
+    lets: Vec<(String, Expr)>,
+    /// Loops enclosing the current point inside the body: (var, min, extent).
+    loops: Vec<(String, Expr, Expr)>,
+    /// Inclusive bounds of the loop variable in the steady state.
+    lower: Vec<Expr>,
+    upper: Vec<Expr>,
+    /// What the steady state assumes, each as `d <= 0` (lets substituted).
+    facts: Vec<Expr>,
+}
+
+/// Lower bounds, upper bounds and the facts `d <= 0` they come from.
+type Solution = (Vec<Expr>, Vec<Expr>, Vec<Expr>);
+
+/// Removes the `min`/`max` choices and `select` conditions of the steady
+/// state that its facts decide (such as the clamp of a split loop whose
+/// guard the steady state already assumes).
+struct Prover<'a> {
+    facts: &'a [Expr],
+    lets: Vec<(String, Expr)>,
+    /// Ranges of the partitioned loop's variable and of the loops inside.
+    scope: Scope,
+}
+
+impl Prover<'_> {
+    /// Whether `a <= b` follows from a fact `d <= 0` with `a - b - d`
+    /// a non-positive constant.
+    fn proves_le(&self, a: &Expr, b: &Expr) -> bool {
+        if a.ty() != Type::I32 {
+            return false;
+        }
+        // Only choices that depend on a loop variable can be decided by
+        // the facts or the loop ranges (this keeps the pass cheap on
+        // min/max-heavy code such as sorting networks).
+        let mentions_loop = |e: &Expr| self.scope.iter().any(|(v, _)| expr_uses_var(e, v));
+        let lets_mention_loop = self.lets.iter().any(|(_, v)| mentions_loop(v));
+        if !mentions_loop(a) && !mentions_loop(b) && !lets_mention_loop {
+            return false;
+        }
+        let Some(diff) = substitute_lets(&self.lets, &Expr::sub(a.clone(), b.clone())) else {
+            return false;
+        };
+        let diff = simplify(&diff);
+        if let Some(k) = const_int(&diff) {
+            return k <= 0;
+        }
+        if !mentions_loop(&diff) {
+            return false;
+        }
+        let diff_vars = vars_of(&diff);
+        // a - b <= d (for a fact d <= 0) or a - b <= 0, over the loop ranges.
+        std::iter::once(Expr::i32(0))
+            .chain(
+                self.facts
+                    .iter()
+                    .filter(|f| vars_of(f).iter().any(|v| diff_vars.contains(v)))
+                    .cloned(),
+            )
+            .any(|f| {
+                let gap = simplify(&Expr::sub(diff.clone(), f));
+                let max = bounds_of_expr_in_scope(&gap, &self.scope).max;
+                max.and_then(|m| const_int(&m)).is_some_and(|k| k <= 0)
+            })
+    }
+}
+
+impl Mutator for Prover<'_> {
+    fn mutate_expr(&mut self, e: &Expr) -> Expr {
+        let e = match e.kind() {
+            ExprKind::Let { name, value, body } => {
+                let v = self.mutate_expr(value);
+                self.lets.push((name.clone(), v.clone()));
+                let b = self.mutate_expr(body);
+                self.lets.pop();
+                return Expr::let_in(name.clone(), v, b);
+            }
+            _ => mutate_expr_children(self, e),
+        };
+        match e.kind() {
+            ExprKind::Binary {
+                op: op @ (BinOp::Min | BinOp::Max),
+                a,
+                b,
+            } => {
+                let (small, large) = if self.proves_le(a, b) {
+                    (a, b)
+                } else if self.proves_le(b, a) {
+                    (b, a)
+                } else {
+                    return e.clone();
+                };
+                if *op == BinOp::Min {
+                    small.clone()
+                } else {
+                    large.clone()
+                }
+            }
+            _ => e,
+        }
+    }
+
+    fn mutate_stmt(&mut self, s: &Stmt) -> Stmt {
+        match s {
+            Stmt::LetStmt { name, value, body } => {
+                let v = self.mutate_expr(value);
+                self.lets.push((name.clone(), v.clone()));
+                let b = self.mutate_stmt(body);
+                self.lets.pop();
+                Stmt::LetStmt {
+                    name: name.clone(),
+                    value: v,
+                    body: Box::new(b),
+                }
+            }
+            Stmt::For {
+                var,
+                min,
+                extent,
+                kind,
+                body,
+            } => {
+                let last = simplify(&Expr::sub(
+                    Expr::add(min.clone(), extent.clone()),
+                    Expr::i32(1),
+                ));
+                self.scope.push(
+                    var.clone(),
+                    Interval {
+                        min: Some(min.clone()),
+                        max: Some(last),
+                    },
+                );
+                let b = self.mutate_stmt(body);
+                self.scope.pop(var);
+                Stmt::For {
+                    var: var.clone(),
+                    min: min.clone(),
+                    extent: extent.clone(),
+                    kind: *kind,
+                    body: Box::new(b),
+                }
+            }
+            _ => mutate_stmt_children(self, s),
+        }
+    }
+}
+
+impl Steady<'_> {
+    fn substitute_lets(&self, e: &Expr) -> Option<Expr> {
+        substitute_lets(&self.lets, e)
+    }
+
+    /// Bounds on the loop variable that make `cond` true, or `None` when
+    /// they cannot be found exactly. All of them must hold.
+    fn solve(&self, cond: &Expr) -> Option<Solution> {
+        match cond.kind() {
+            ExprKind::Binary {
+                op: BinOp::And,
+                a,
+                b,
+            } => {
+                let (mut l1, mut u1, mut f1) = self.solve(a)?;
+                let (l2, u2, f2) = self.solve(b)?;
+                l1.extend(l2);
+                u1.extend(u2);
+                f1.extend(f2);
+                Some((l1, u1, f1))
+            }
+            ExprKind::Unary {
+                op: UnaryOp::Not,
+                value,
+            } => {
+                let n = negate(value);
+                if matches!(
+                    n.kind(),
+                    ExprKind::Unary {
+                        op: UnaryOp::Not,
+                        ..
+                    }
+                ) {
+                    return None;
+                }
+                self.solve(&n)
+            }
+            _ if is_likely_call(cond).is_some() => self.solve(is_likely_call(cond)?),
+            ExprKind::Binary { op, a, b } if a.ty() == Type::I32 => {
+                // The condition as `d <= 0`.
+                let one = Expr::i32(1);
+                let d = match op {
+                    BinOp::Lt => Expr::add(Expr::sub(a.clone(), b.clone()), one),
+                    BinOp::Le => Expr::sub(a.clone(), b.clone()),
+                    BinOp::Gt => Expr::add(Expr::sub(b.clone(), a.clone()), one),
+                    BinOp::Ge => Expr::sub(b.clone(), a.clone()),
+                    _ => return None,
+                };
+                self.solve_nonpositive(&d)
+            }
+            _ => None,
+        }
+    }
+
+    fn solve_nonpositive(&self, d: &Expr) -> Option<Solution> {
+        let mut d = simplify(&self.substitute_lets(d)?);
+        if !argent_ir::visit::expr_uses_var(&d, self.var) {
+            return None;
+        }
+        let fact = d.clone();
+        // The condition must hold for every value of inner loop variables:
+        // take the largest value of d over them.
+        if self
+            .loops
+            .iter()
+            .any(|(v, _, _)| argent_ir::visit::expr_uses_var(&d, v))
+        {
+            let mut scope = Scope::new();
+            // Outermost first, so each range is in terms of outer names.
+            for (v, min, extent) in &self.loops {
+                let (min, extent) = (self.substitute_lets(min)?, self.substitute_lets(extent)?);
+                let last = Expr::sub(Expr::add(min.clone(), extent), Expr::i32(1));
+                let lo = bounds_of_expr_in_scope(&min, &scope).min;
+                let hi = bounds_of_expr_in_scope(&last, &scope).max;
+                scope.push(v.clone(), Interval { min: lo, max: hi });
+            }
+            d = simplify(&bounds_of_expr_in_scope(&d, &scope).max?);
+        }
+        // d must be c * var + rest with a constant c.
+        let v = self.var;
+        let at = |k: i64| simplify(&substitute(&d, v, &Expr::i32(k)));
+        let rest = at(0);
+        let c = const_int(&simplify(&Expr::sub(at(1), rest.clone())))?;
+        if c == 0 {
+            return None;
+        }
+        let linear = Expr::add(Expr::mul(Expr::var_i32(v), Expr::i32(c)), rest.clone());
+        if const_int(&simplify(&Expr::sub(d.clone(), linear))) != Some(0) {
+            return None;
+        }
+        if vars_of(&rest)
+            .iter()
+            .any(|n| self.inner_names.contains(n) || n == v)
+        {
+            return None;
+        }
+        let neg_rest = Expr::sub(Expr::i32(0), rest.clone());
+        if c > 0 {
+            // c * v <= -rest  <=>  v <= floor(-rest / c).
+            Some((
+                Vec::new(),
+                vec![simplify(&Expr::div(neg_rest, Expr::i32(c)))],
+                vec![fact],
+            ))
+        } else {
+            // |c| * v >= rest  <=>  v >= ceil(rest / |c|).
+            let k = -c;
+            Some((
+                vec![simplify(&Expr::div(
+                    Expr::add(rest, Expr::i32(k - 1)),
+                    Expr::i32(k),
+                ))],
+                Vec::new(),
+                vec![fact],
+            ))
+        }
+    }
+
+    fn take(&mut self, cond: &Expr) -> bool {
+        match self.solve(cond) {
+            Some((l, u, f)) => {
+                self.lower.extend(l);
+                self.upper.extend(u);
+                self.facts.extend(f);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+impl Mutator for Steady<'_> {
+    fn mutate_expr(&mut self, e: &Expr) -> Expr {
+        if let Some(inner) = is_likely_call(e) {
+            return self.mutate_expr(inner);
+        }
+        match e.kind() {
+            ExprKind::Binary {
+                op: op @ (BinOp::Min | BinOp::Max),
+                a,
+                b,
+            } => {
+                let (la, lb) = (is_likely(a), is_likely(b));
+                let (sa, sb) = (self.mutate_expr(a), self.mutate_expr(b));
+                if la != lb {
+                    let (likely, other) = if la { (&sa, &sb) } else { (&sb, &sa) };
+                    let cond = if *op == BinOp::Min {
+                        Expr::le(likely.clone(), other.clone())
+                    } else {
+                        Expr::binary(BinOp::Ge, likely.clone(), other.clone())
+                    };
+                    if self.take(&cond) {
+                        return likely.clone();
+                    }
+                }
+                Expr::binary(*op, sa, sb)
+            }
+            ExprKind::Select {
+                cond,
+                then,
+                otherwise,
+            } => {
+                let c = self.mutate_expr(cond);
+                let (t, o) = (self.mutate_expr(then), self.mutate_expr(otherwise));
+                let then_likely =
+                    is_likely_call(cond).is_some() || (is_likely(then) && !is_likely(otherwise));
+                if then_likely && self.take(&c) {
+                    return t;
+                }
+                if is_likely(otherwise) && !is_likely(then) && self.take(&negate(&c)) {
+                    return o;
+                }
+                Expr::select(c, t, o)
+            }
+            ExprKind::Let { name, value, body } => {
+                let v = self.mutate_expr(value);
+                self.lets.push((name.clone(), v.clone()));
+                let b = self.mutate_expr(body);
+                self.lets.pop();
+                Expr::let_in(name.clone(), v, b)
+            }
+            _ => mutate_expr_children(self, e),
+        }
+    }
+
+    fn mutate_stmt(&mut self, s: &Stmt) -> Stmt {
+        match s {
+            Stmt::LetStmt { name, value, body } => {
+                let v = self.mutate_expr(value);
+                self.lets.push((name.clone(), v.clone()));
+                let b = self.mutate_stmt(body);
+                self.lets.pop();
+                Stmt::LetStmt {
+                    name: name.clone(),
+                    value: v,
+                    body: Box::new(b),
+                }
+            }
+            Stmt::For {
+                var,
+                min,
+                extent,
+                kind,
+                body,
+            } => {
+                let (m, e) = (self.mutate_expr(min), self.mutate_expr(extent));
+                self.loops.push((var.clone(), m.clone(), e.clone()));
+                let b = self.mutate_stmt(body);
+                self.loops.pop();
+                Stmt::For {
+                    var: var.clone(),
+                    min: m,
+                    extent: e,
+                    kind: *kind,
+                    body: Box::new(b),
+                }
+            }
+            Stmt::IfThenElse {
+                cond,
+                then,
+                otherwise,
+            } if is_likely_call(cond).is_some() => {
+                let c = self.mutate_expr(cond);
+                let t = self.mutate_stmt(then);
+                let o = otherwise.as_ref().map(|o| Box::new(self.mutate_stmt(o)));
+                if self.take(&c) {
+                    return t;
+                }
+                Stmt::IfThenElse {
+                    cond: c,
+                    then: Box::new(t),
+                    otherwise: o,
+                }
+            }
+            _ => mutate_stmt_children(self, s),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exec::testing::*;
+    use expect_test::expect;
+
+    fn field(name: &str) -> Expr {
+        Expr::var_i32(name)
+    }
+
+    /// `in(clamp(likely(e), in.min.0, in.min.0 + in.extent.0 - 1))`, the
+    /// form `repeat_edge` produces.
+    fn repeat_edge(e: Expr) -> Expr {
+        let lo = field("in.min.0");
+        let hi = field("in.min.0") + field("in.extent.0") - 1;
+        Expr::call_input(Type::I32, "in", vec![Expr::clamp(Expr::likely(e), lo, hi)])
+    }
+
+    /// `select(out of bounds, 0, likely(in(clamped)))`, as `constant_exterior`.
+    fn constant_exterior(e: Expr) -> Expr {
+        let lo = field("in.min.0");
+        let end = field("in.min.0") + field("in.extent.0");
+        let oob = Expr::or(Expr::lt(e.clone(), lo), Expr::le(end, e.clone()));
+        Expr::select(oob, Expr::i32(0), Expr::likely(repeat_edge(e)))
+    }
+
+    fn blur(value: Expr) -> Stmt {
+        over_output(
+            ForKind::Serial,
+            Stmt::Provide {
+                func: "out".into(),
+                args: vec![x()],
+                value,
+            },
+        )
+    }
+
+    fn steady_loop(s: &Stmt) -> String {
+        let text = s.to_string();
+        let start = text
+            .find("for (x, x.steady.min")
+            .expect("a steady-state loop");
+        let rest = &text[start..];
+        rest[..rest.find("\n}").unwrap() + 2].to_string()
+    }
+
+    #[test]
+    fn boundary_clamps_leave_the_steady_state() {
+        let s = partition_loops(&blur(repeat_edge(x() - 1) + repeat_edge(x() + 1)));
+        expect![[r#"
+            for (x, x.steady.min, (x.steady.end - x.steady.min)) {
+              out(x) = (in((x + 1)) + in((x - 1)))
+            }"#]]
+        .assert_eq(&steady_loop(&s));
+        let s = partition_loops(&blur(constant_exterior(x() - 2)));
+        expect![[r#"
+            for (x, x.steady.min, (x.steady.end - x.steady.min)) {
+              out(x) = in((x - 2))
+            }"#]]
+        .assert_eq(&steady_loop(&s));
+    }
+
+    #[test]
+    fn guards_leave_the_steady_state() {
+        // if (likely(x < n)) out(x) = x, the guard of a split loop.
+        let guarded = Stmt::IfThenElse {
+            cond: Expr::likely(Expr::lt(x(), field("n"))),
+            then: Box::new(Stmt::Provide {
+                func: "out".into(),
+                args: vec![x()],
+                value: x(),
+            }),
+            otherwise: None,
+        };
+        let s = partition_loops(&over_output(ForKind::Serial, guarded));
+        expect![[r#"
+            let x.steady.min = min(out.min.0, (out.extent.0 + out.min.0))
+            let x.steady.end = max(x.steady.min, min(n, (out.extent.0 + out.min.0)))
+            for (x, out.min.0, (x.steady.min - out.min.0)) {
+              if (likely((x < n))) {
+                out(x) = x
+              }
+            }
+            for (x, x.steady.min, (x.steady.end - x.steady.min)) {
+              out(x) = x
+            }
+            for (x, x.steady.end, ((out.extent.0 + out.min.0) - x.steady.end)) {
+              if (likely((x < n))) {
+                out(x) = x
+              }
+            }
+        "#]]
+        .assert_eq(&s.to_string());
+    }
+
+    /// `for (xo, 0, (w + 7) / 8) { for (xi, 0, 8) { let x = max(0, min(w - 1, xo * 8 + xi));
+    /// if (likely(xo * 8 + xi < w)) out(x) = in(x) * 2 } }`: a split with a guard.
+    fn guarded_split() -> Stmt {
+        let (xo, xi, w) = (field("xo"), field("xi"), field("w"));
+        let pos = xo.clone() * 8 + xi.clone();
+        let clamp = Expr::max(Expr::i32(0), Expr::min(w.clone() - 1, pos.clone()));
+        let body = Stmt::LetStmt {
+            name: "x".into(),
+            value: clamp,
+            body: Box::new(Stmt::IfThenElse {
+                cond: Expr::likely(Expr::lt(pos, w.clone())),
+                then: Box::new(Stmt::Provide {
+                    func: "out".into(),
+                    args: vec![x()],
+                    value: Expr::call_input(Type::I32, "in", vec![x()]) * 2,
+                }),
+                otherwise: None,
+            }),
+        };
+        let inner = Stmt::For {
+            var: "xi".into(),
+            min: Expr::i32(0),
+            extent: Expr::i32(8),
+            kind: ForKind::Serial,
+            body: Box::new(body),
+        };
+        let outer = Stmt::For {
+            var: "xo".into(),
+            min: Expr::i32(0),
+            extent: (w.clone() + 7) / 8,
+            kind: ForKind::Serial,
+            body: Box::new(inner),
+        };
+        Stmt::LetStmt {
+            name: "w".into(),
+            value: field("out.extent.0"),
+            body: Box::new(outer),
+        }
+    }
+
+    #[test]
+    fn assumed_guards_remove_clamps() {
+        let text = partition_loops(&guarded_split()).to_string();
+        let start = text
+            .find("for (xo, xo.steady.min")
+            .expect("a steady-state loop");
+        let steady = &text[start..];
+        let steady = &steady[..steady.find("\n}").unwrap() + 2];
+        expect![[r#"
+            for (xo, xo.steady.min, (xo.steady.end - xo.steady.min)) {
+              for (xi, 0, 8) {
+                let x = (xi + (xo * 8))
+                out(x) = (in(x) * 2)
+              }
+            }"#]]
+        .assert_eq(steady);
+        let original = module_1d(guarded_split());
+        let partitioned = module_1d(partition_loops(&guarded_split()));
+        for n in [1, 7, 8, 9, 23, 24] {
+            let input = ramp_input(n as usize);
+            let want = run_1d(&original, &input, 0, n).unwrap();
+            let got = run_1d(&partitioned, &input, 0, n).unwrap();
+            assert_eq!(want, got, "output of {n}");
+        }
+    }
+
+    #[test]
+    fn inner_loop_variables_are_bounded() {
+        // for (xo, 0, 4) { for (xi, 0, 4) { let x = xo * 4 + xi; out(x) = clamp(likely(x), 0, 9) } }
+        let inner = Stmt::For {
+            var: "xi".into(),
+            min: Expr::i32(0),
+            extent: Expr::i32(4),
+            kind: ForKind::Serial,
+            body: Box::new(Stmt::LetStmt {
+                name: "x".into(),
+                value: Expr::var_i32("xo") * 4 + Expr::var_i32("xi"),
+                body: Box::new(Stmt::Provide {
+                    func: "out".into(),
+                    args: vec![x()],
+                    value: Expr::clamp(Expr::likely(x()), Expr::i32(0), Expr::i32(9)),
+                }),
+            }),
+        };
+        let s = Stmt::For {
+            var: "xo".into(),
+            min: Expr::i32(0),
+            extent: Expr::i32(4),
+            kind: ForKind::Serial,
+            body: Box::new(inner),
+        };
+        let text = partition_loops(&s).to_string();
+        // The steady state of the outer loop covers xo in [0, 1]: all of
+        // x = 4 * xo + xi <= 9 there.
+        assert!(text.starts_with("for (xo, 0, 2) {"), "{text}");
+    }
+
+    #[test]
+    fn partitioned_loops_compute_what_the_original_does() {
+        let bodies = [
+            repeat_edge(x() - 1) + repeat_edge(x() + 1) * 2,
+            constant_exterior(x() - 2) + constant_exterior(x() + 3),
+            repeat_edge(x() * 2 - 3),
+            Expr::min(Expr::likely(x()), field("in.extent.0") - 1) + repeat_edge(x() / 2),
+        ];
+        for (i, value) in bodies.iter().enumerate() {
+            let original = module_1d(blur(value.clone()));
+            let partitioned = module_1d(partition_loops(&blur(value.clone())));
+            for (input_len, input_min, out_len) in
+                [(5, 0, 12), (1, 0, 3), (12, -2, 4), (3, 5, 9), (20, 0, 20)]
+            {
+                let input = ramp_input(input_len);
+                let want = run_1d(&original, &input, input_min, out_len).unwrap();
+                let got = run_1d(&partitioned, &input, input_min, out_len).unwrap();
+                assert_eq!(
+                    want.0, got.0,
+                    "body {i}: {value}, input {input_len}@{input_min}, output {out_len}"
+                );
+            }
+        }
+    }
+}

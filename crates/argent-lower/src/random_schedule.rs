@@ -1,0 +1,255 @@
+//! Random valid schedules, seeded and reproducible: the mutation engine of
+//! the future autotuner. Candidates are proposed one directive at a time
+//! and kept only when the schedule tree still builds, so every result is
+//! valid by construction (the checks live in one place: `schedule_tree`).
+
+use crate::schedule_tree::{self, Level, ScheduleTree, stage_calls};
+use argent_ir::{Directive, DirectiveKind, Expr, Pipeline, Span, StageRef, TailStrategy};
+
+/// SplitMix64: tiny, fast, and identical on every platform, so a seed
+/// printed by a failing test reproduces the same schedule anywhere.
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator for `seed`.
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    /// A number in `0..n` (`n > 0`).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n.max(1) as u64) as usize
+    }
+    /// True with probability `p`.
+    pub fn chance(&mut self, p: f64) -> bool {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64 <= p
+    }
+    /// One element of a non-empty slice.
+    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len())]
+    }
+}
+
+fn directive(func: &str, stage: StageRef, kind: DirectiveKind) -> Directive {
+    Directive {
+        func: func.to_string(),
+        stage,
+        kind,
+        span: Span::DUMMY,
+    }
+}
+
+fn try_push(pipeline: &Pipeline, list: &mut Vec<Directive>, d: Directive) -> Option<ScheduleTree> {
+    let mut p = pipeline.clone();
+    p.schedule.directives = list.clone();
+    p.schedule.directives.push(d.clone());
+    let tree = schedule_tree::build(&p).ok()?;
+    list.push(d);
+    Some(tree)
+}
+
+fn current(pipeline: &Pipeline, list: &[Directive]) -> Option<ScheduleTree> {
+    let mut p = pipeline.clone();
+    p.schedule.directives = list.to_vec();
+    schedule_tree::build(&p).ok()
+}
+
+/// A random valid schedule for `pipeline` (its own schedule is ignored):
+/// call schedules (inline, compute_root, compute_at and store_at some
+/// consumer loop) and domain orders (splits, tiles, reorders, vectorize by
+/// 4/8/16, unroll, parallel) for every func and update stage.
+///
+/// Example: `random_schedule(&blur, 7)` might give
+/// `blur_y.tile(x, y, x_o, y_o, x_i, y_i, 8, 4)`, `blur_y.vectorize(x_i, 4)`,
+/// `blur_x.store_root()`, `blur_x.compute_at(blur_y, y_o)`.
+pub fn random_schedule(pipeline: &Pipeline, seed: u64) -> Vec<Directive> {
+    let mut rng = Rng::new(seed);
+    let mut list: Vec<Directive> = Vec::new();
+    let mut unscheduled = pipeline.clone();
+    unscheduled.schedule = Default::default();
+    // Domain order first (consumers' loops must exist before producers are
+    // placed in them), for every stage.
+    for f in &pipeline.funcs {
+        for stage in 0..=f.updates.len() {
+            let sref = if stage == 0 {
+                StageRef::Pure
+            } else {
+                StageRef::Update(stage - 1)
+            };
+            for step in 0..rng.below(4) {
+                let Some(tree) = current(&unscheduled, &list) else {
+                    break;
+                };
+                let Some(band) = tree.band(&f.name, stage) else {
+                    break;
+                };
+                if band.dims.is_empty() {
+                    break;
+                }
+                let names: Vec<String> = band.dims.iter().map(|d| d.name.clone()).collect();
+                let v = rng.pick(&names).clone();
+                let fresh = |s: &str| format!("{v}_{s}{step}");
+                let factor = Expr::i32(*rng.pick(&[2, 3, 4, 8, 16]));
+                let tail = *rng.pick(&[
+                    TailStrategy::Auto,
+                    TailStrategy::Auto,
+                    TailStrategy::GuardWithIf,
+                    TailStrategy::RoundUp,
+                    TailStrategy::ShiftInwards,
+                ]);
+                let is_output = pipeline.outputs.contains(&f.name);
+                let tail = if is_output && tail != TailStrategy::GuardWithIf {
+                    TailStrategy::Auto
+                } else {
+                    tail
+                };
+                let kind = match rng.below(8) {
+                    0 | 1 => DirectiveKind::Split {
+                        old: v.clone(),
+                        outer: fresh("o"),
+                        inner: fresh("i"),
+                        factor,
+                        tail,
+                    },
+                    2 if names.len() >= 2 => {
+                        let w = rng.pick(&names).clone();
+                        DirectiveKind::Tile {
+                            x: v.clone(),
+                            y: w.clone(),
+                            xo: fresh("xo"),
+                            yo: fresh("yo"),
+                            xi: fresh("xi"),
+                            yi: fresh("yi"),
+                            x_factor: factor,
+                            y_factor: Expr::i32(*rng.pick(&[2, 4, 8])),
+                            tail,
+                        }
+                    }
+                    3 if names.len() >= 2 => {
+                        let mut order = names.clone();
+                        for i in (1..order.len()).rev() {
+                            order.swap(i, rng.below(i + 1));
+                        }
+                        DirectiveKind::Reorder(order)
+                    }
+                    4 => DirectiveKind::Vectorize {
+                        var: v.clone(),
+                        factor: Some(Expr::i32(*rng.pick(&[4, 8, 16]))),
+                    },
+                    5 => DirectiveKind::Unroll {
+                        var: v.clone(),
+                        factor: Some(Expr::i32(*rng.pick(&[2, 3, 4]))),
+                    },
+                    6 => DirectiveKind::Parallel {
+                        var: names[names.len() - 1].clone(),
+                        task_size: None,
+                    },
+                    _ if names.len() >= 2 => {
+                        // Fuse the two outermost loops.
+                        let (inner, outer) = (
+                            names[names.len() - 2].clone(),
+                            names[names.len() - 1].clone(),
+                        );
+                        DirectiveKind::Fuse {
+                            inner,
+                            outer,
+                            fused: fresh("f"),
+                        }
+                    }
+                    _ => continue,
+                };
+                let _ = try_push(&unscheduled, &mut list, directive(&f.name, sref, kind));
+            }
+        }
+    }
+    // Call schedules, consumers first so their levels are settled.
+    for f in pipeline.funcs.iter().rev() {
+        if pipeline.outputs.contains(&f.name) {
+            continue;
+        }
+        let Some(tree) = current(&unscheduled, &list) else {
+            break;
+        };
+        let consumers: Vec<&argent_ir::Func> = pipeline
+            .funcs
+            .iter()
+            .filter(|g| (0..=g.updates.len()).any(|s| stage_calls(g, s).contains(&f.name)))
+            .filter(|g| {
+                tree.func(&g.name)
+                    .is_some_and(|s| s.compute != Level::Inline)
+            })
+            .collect();
+        let mut choice = rng.below(4);
+        if f.updates.is_empty() && choice == 0 {
+            let _ = try_push(
+                &unscheduled,
+                &mut list,
+                directive(&f.name, StageRef::Pure, DirectiveKind::ComputeInline),
+            );
+            continue;
+        }
+        if consumers.is_empty() {
+            choice = 1;
+        }
+        if choice == 1 {
+            let _ = try_push(
+                &unscheduled,
+                &mut list,
+                directive(&f.name, StageRef::Pure, DirectiveKind::ComputeRoot),
+            );
+            continue;
+        }
+        // compute_at some loop of a consumer, maybe stored further out.
+        let g = *rng.pick(&consumers);
+        let Some(band) = tree.band(&g.name, 0) else {
+            continue;
+        };
+        let loops: Vec<String> = band.dims_outer_first().map(|d| d.name.clone()).collect();
+        if loops.is_empty() {
+            continue;
+        }
+        let at = rng.below(loops.len());
+        let pushed = try_push(
+            &unscheduled,
+            &mut list,
+            directive(
+                &f.name,
+                StageRef::Pure,
+                DirectiveKind::ComputeAt {
+                    consumer: g.name.clone(),
+                    var: loops[at].clone(),
+                },
+            ),
+        );
+        if pushed.is_some() && rng.chance(0.5) {
+            let kind = if at == 0 || rng.chance(0.3) {
+                DirectiveKind::StoreRoot
+            } else {
+                DirectiveKind::StoreAt {
+                    consumer: g.name.clone(),
+                    var: loops[rng.below(at)].clone(),
+                }
+            };
+            let _ = try_push(
+                &unscheduled,
+                &mut list,
+                directive(&f.name, StageRef::Pure, kind),
+            );
+        } else if pushed.is_none() {
+            let _ = try_push(
+                &unscheduled,
+                &mut list,
+                directive(&f.name, StageRef::Pure, DirectiveKind::ComputeRoot),
+            );
+        }
+    }
+    list
+}

@@ -1,0 +1,145 @@
+//! Sliding window: when a producer is stored outside a serial loop but
+//! computed inside it, and the region it must compute moves monotonically
+//! along that loop in one dimension, every iteration after the first
+//! computes only the new part (`prev_max + 1 ..= max`), reusing what earlier
+//! iterations stored. Each value is then computed once.
+
+use crate::arith::{Monotonic, monotonic, simplify};
+use crate::schedule_tree::{Level, ScheduleTree};
+use argent_ir::visit::{Mutator, expr_uses_var, mutate_stmt_children, substitute};
+use argent_ir::{Expr, ForKind, Stmt};
+
+/// Apply sliding windows wherever the schedule stores a func outside its
+/// compute loop and the loop is serial.
+///
+/// Example (`blur_x.store_root().compute_at(blur_y, y)`): inside
+/// `for (blur_y.s0.y, ..)` the binding
+/// `let blur_x.s0.y.min = blur_y.s0.y - 1` becomes
+/// `let blur_x.s0.y.min = select(blur_y.s0.y > blur_y.s0.y.min, max(blur_y.s0.y + 1, blur_y.s0.y - 1), blur_y.s0.y - 1)`
+/// (which simplifies to `blur_y.s0.y + 1` in the steady state).
+pub fn sliding_window(tree: &ScheduleTree, body: &Stmt) -> Stmt {
+    let mut stmt = body.clone();
+    for sched in &tree.funcs {
+        if sched.store == sched.compute || sched.compute == Level::Inline {
+            continue;
+        }
+        let Level::At { func, stage, var } = &sched.compute else {
+            continue;
+        };
+        let has_updates = tree
+            .pipeline
+            .func(&sched.name)
+            .is_none_or(|f| !f.updates.is_empty());
+        if has_updates {
+            continue;
+        }
+        let loop_var = format!("{func}.s{stage}.{var}");
+        let mut m = Slider {
+            func: &sched.name,
+            loop_var: &loop_var,
+            in_loop: None,
+            lets: Vec::new(),
+        };
+        stmt = m.mutate_stmt(&stmt);
+    }
+    stmt
+}
+
+struct Slider<'a> {
+    func: &'a str,
+    loop_var: &'a str,
+    /// The minimum of the loop, once inside it.
+    in_loop: Option<Expr>,
+    /// Lets seen between the loop and the func's bounds.
+    lets: Vec<(String, Expr)>,
+}
+
+impl Slider<'_> {
+    fn expand(&self, e: &Expr) -> Expr {
+        let mut e = e.clone();
+        for (n, v) in self.lets.iter().rev() {
+            e = substitute(&e, n, v);
+        }
+        e
+    }
+
+    fn monotone(&self, e: &Expr) -> bool {
+        matches!(
+            monotonic(e, self.loop_var),
+            Monotonic::Increasing | Monotonic::Constant
+        )
+    }
+}
+
+impl Mutator for Slider<'_> {
+    fn mutate_stmt(&mut self, s: &Stmt) -> Stmt {
+        match s {
+            Stmt::For { var, min, kind, .. } if var == self.loop_var && self.in_loop.is_none() => {
+                if *kind != ForKind::Serial {
+                    return s.clone();
+                }
+                self.in_loop = Some(min.clone());
+                let out = mutate_stmt_children(self, s);
+                self.in_loop = None;
+                out
+            }
+            Stmt::LetStmt { name, value, body } if self.in_loop.is_some() => {
+                let prefix = format!("{}.s0.", self.func);
+                if let Some(dim) = name
+                    .strip_prefix(&prefix)
+                    .and_then(|r| r.strip_suffix(".min"))
+                {
+                    if let Stmt::LetStmt {
+                        name: max_name,
+                        value: max_value,
+                        ..
+                    } = &**body
+                    {
+                        if *max_name == format!("{prefix}{dim}.max") {
+                            if let Some(new_min) = self.slide(value, max_value) {
+                                return Stmt::LetStmt {
+                                    name: name.clone(),
+                                    value: new_min,
+                                    body: body.clone(),
+                                };
+                            }
+                        }
+                    }
+                }
+                self.lets.push((name.clone(), value.clone()));
+                let out = mutate_stmt_children(self, s);
+                self.lets.pop();
+                out
+            }
+            _ => mutate_stmt_children(self, s),
+        }
+    }
+}
+
+impl Slider<'_> {
+    fn slide(&mut self, min: &Expr, max: &Expr) -> Option<Expr> {
+        let (min_e, max_e) = (self.expand(min), self.expand(max));
+        if !expr_uses_var(&max_e, self.loop_var) || !self.monotone(&min_e) || !self.monotone(&max_e)
+        {
+            return None;
+        }
+        // Only one dimension may slide: the region in every other one must
+        // not move along the loop, or the new part is not a slab.
+        if self.lets.iter().any(|(n, v)| {
+            n.starts_with(&format!("{}.s0.", self.func))
+                && expr_uses_var(&self.expand(v), self.loop_var)
+        }) {
+            return None;
+        }
+        let v = Expr::var_i32(self.loop_var);
+        let prev_max = substitute(&max_e, self.loop_var, &Expr::sub(v.clone(), Expr::i32(1)));
+        let loop_min = self.in_loop.clone()?;
+        // Rows below the current window were computed before or are not
+        // needed, so the new part starts at the larger of the two.
+        Some(simplify(&Expr::select(
+            Expr::binary(argent_ir::BinOp::Gt, v, loop_min),
+            Expr::max(Expr::add(prev_max, Expr::i32(1)), min.clone()),
+            min.clone(),
+        )))
+    }
+}

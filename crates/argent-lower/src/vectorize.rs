@@ -1,0 +1,594 @@
+//! Vectorisation: a `vectorized` loop of constant extent `n` becomes
+//! straight-line vector code. The loop variable becomes `ramp(min, 1, n)`,
+//! scalars that meet vectors are broadcast, and loads and stores with ramp
+//! indices become vector loads and stores (dense when the ramp's stride is
+//! 1). Lane counts are logical: backends split them into 128-bit registers.
+//!
+//! Loops that cannot be vectorised exactly (a condition or loop bound that
+//! varies across lanes, a select whose unselected lanes could read out of
+//! bounds, a store whose address does not vary with the lanes, or a buffer
+//! both written and read at different places in one iteration) run as
+//! serial loops instead: the result never changes.
+//!
+//! ```text
+//! vectorized (x, 0, 4) { f[x] = in[x] + 1 }   ==>   f[ramp(0, 1, 4)] = (in[ramp(0, 1, 4)] + x4(1))
+//! ```
+
+use argent_arith::{expr_eq, simplify_stmt};
+use argent_ir::visit::{Mutator, Visitor, mutate_stmt_children, walk_expr, walk_stmt};
+use argent_ir::{CallTarget, Expr, ExprKind, ForKind, Stmt};
+use std::collections::HashMap;
+
+/// Vectorise every `ForKind::Vectorized` loop of `s` whose extent is a
+/// constant; the others become serial loops.
+pub fn vectorize(s: &Stmt) -> Stmt {
+    Vectorizer.mutate_stmt(s)
+}
+
+struct Vectorizer;
+
+impl Mutator for Vectorizer {
+    fn mutate_stmt(&mut self, s: &Stmt) -> Stmt {
+        let Stmt::For {
+            var,
+            min,
+            extent,
+            kind: ForKind::Vectorized,
+            body,
+        } = s
+        else {
+            return mutate_stmt_children(self, s);
+        };
+        // One level of vectorisation: inner vectorised loops run serially.
+        let body = demote_vectorized(body);
+        let serial = || Stmt::For {
+            var: var.clone(),
+            min: min.clone(),
+            extent: extent.clone(),
+            kind: ForKind::Serial,
+            body: Box::new(body.clone()),
+        };
+        let Some(lanes) = argent_arith::const_int(&argent_arith::simplify(extent)) else {
+            return serial();
+        };
+        if lanes <= 0 {
+            return Stmt::no_op();
+        }
+        if lanes == 1 || lanes > u16::MAX as i64 {
+            return if lanes == 1 {
+                Stmt::LetStmt {
+                    name: var.clone(),
+                    value: min.clone(),
+                    body: Box::new(body),
+                }
+            } else {
+                serial()
+            };
+        }
+        if !independent_iterations(&body) {
+            return serial();
+        }
+        let mut w = Widen {
+            var: var.clone(),
+            ramp: Expr::ramp(min.clone(), argent_ir::Expr::i32(1), lanes as u16),
+            lanes: lanes as u16,
+            vector_names: HashMap::new(),
+        };
+        match w.stmt(&body) {
+            Some(v) => simplify_stmt(&v),
+            None => serial(),
+        }
+    }
+}
+
+fn demote_vectorized(s: &Stmt) -> Stmt {
+    struct Demote;
+    impl Mutator for Demote {
+        fn mutate_stmt(&mut self, s: &Stmt) -> Stmt {
+            match mutate_stmt_children(self, s) {
+                Stmt::For {
+                    var,
+                    min,
+                    extent,
+                    kind: ForKind::Vectorized,
+                    body,
+                } => Stmt::For {
+                    var,
+                    min,
+                    extent,
+                    kind: ForKind::Serial,
+                    body,
+                },
+                other => other,
+            }
+        }
+    }
+    Demote.mutate_stmt(s)
+}
+
+/// Whether the lanes of one iteration may run as one: every buffer that
+/// the body stores to is stored and loaded at one index expression only.
+fn independent_iterations(body: &Stmt) -> bool {
+    #[derive(Default)]
+    struct Accesses {
+        stores: Vec<(String, Expr)>,
+        loads: Vec<(String, Expr)>,
+    }
+    impl Visitor for Accesses {
+        fn visit_expr(&mut self, e: &Expr) {
+            if let ExprKind::Load { buffer, index } = e.kind() {
+                self.loads.push((buffer.clone(), index.clone()));
+            }
+            walk_expr(self, e);
+        }
+        fn visit_stmt(&mut self, s: &Stmt) {
+            if let Stmt::Store { buffer, index, .. } = s {
+                self.stores.push((buffer.clone(), index.clone()));
+            }
+            walk_stmt(self, s);
+        }
+    }
+    let mut a = Accesses::default();
+    a.visit_stmt(body);
+    a.stores
+        .iter()
+        .chain(a.loads.iter())
+        .all(|(buffer, index)| {
+            a.stores
+                .iter()
+                .filter(|(b, _)| b == buffer)
+                .all(|(_, i)| expr_eq(i, index))
+        })
+}
+
+fn contains_load(e: &Expr) -> bool {
+    struct Finder(bool);
+    impl Visitor for Finder {
+        fn visit_expr(&mut self, e: &Expr) {
+            if matches!(e.kind(), ExprKind::Load { .. }) {
+                self.0 = true;
+            } else if !self.0 {
+                walk_expr(self, e);
+            }
+        }
+    }
+    let mut f = Finder(false);
+    f.visit_expr(e);
+    f.0
+}
+
+/// Rewrites a loop body for all lanes at once; `None` when that would not
+/// be exact.
+struct Widen {
+    var: String,
+    ramp: Expr,
+    lanes: u16,
+    /// Let-bound names whose values became vectors, with their types.
+    vector_names: HashMap<String, Vec<argent_ir::Type>>,
+}
+
+impl Widen {
+    fn to_lanes(&self, e: Expr) -> Expr {
+        if e.ty().lanes == self.lanes {
+            e
+        } else {
+            Expr::broadcast(e, self.lanes)
+        }
+    }
+
+    fn is_vector(&self, e: &Expr) -> bool {
+        e.ty().lanes > 1
+    }
+
+    fn expr(&mut self, e: &Expr) -> Option<Expr> {
+        Some(match e.kind() {
+            ExprKind::IntImm(_) | ExprKind::FloatImm(_) => e.clone(),
+            ExprKind::Var(n) => {
+                if *n == self.var {
+                    self.ramp.clone()
+                } else if let Some(ty) = self.vector_names.get(n).and_then(|v| v.last()) {
+                    Expr::var(*ty, n.clone())
+                } else {
+                    e.clone()
+                }
+            }
+            ExprKind::Cast { value, saturating } => {
+                let v = self.expr(value)?;
+                let ty = e.ty().with_lanes(v.ty().lanes);
+                Expr::new(
+                    ty,
+                    ExprKind::Cast {
+                        value: v,
+                        saturating: *saturating,
+                    },
+                )
+            }
+            ExprKind::Unary { op, value } => Expr::unary(*op, self.expr(value)?),
+            ExprKind::Binary { op, a, b } => {
+                let (a, b) = (self.expr(a)?, self.expr(b)?);
+                if self.is_vector(&a) || self.is_vector(&b) {
+                    Expr::binary(*op, self.to_lanes(a), self.to_lanes(b))
+                } else {
+                    Expr::binary(*op, a, b)
+                }
+            }
+            ExprKind::Select {
+                cond,
+                then,
+                otherwise,
+            } => {
+                let (c, t, o) = (self.expr(cond)?, self.expr(then)?, self.expr(otherwise)?);
+                if self.is_vector(&c) {
+                    // Every lane evaluates both sides: a load on the side a
+                    // lane does not select could be out of bounds.
+                    if contains_load(&t) || contains_load(&o) {
+                        return None;
+                    }
+                    Expr::select(c, self.to_lanes(t), self.to_lanes(o))
+                } else if self.is_vector(&t) || self.is_vector(&o) {
+                    Expr::select(c, self.to_lanes(t), self.to_lanes(o))
+                } else {
+                    Expr::select(c, t, o)
+                }
+            }
+            ExprKind::Call {
+                target: CallTarget::Intrinsic(i),
+                args,
+            } => {
+                let mut new = Vec::with_capacity(args.len());
+                for a in args {
+                    new.push(self.expr(a)?);
+                }
+                if new.iter().any(|a| self.is_vector(a)) {
+                    let new = new.into_iter().map(|a| self.to_lanes(a)).collect();
+                    Expr::call(
+                        e.ty().with_lanes(self.lanes),
+                        CallTarget::Intrinsic(*i),
+                        new,
+                    )
+                } else {
+                    Expr::call(e.ty(), CallTarget::Intrinsic(*i), new)
+                }
+            }
+            ExprKind::Call { .. } => return None,
+            ExprKind::Let { name, value, body } => {
+                let v = self.expr(value)?;
+                let vector = self.is_vector(&v);
+                if vector {
+                    self.vector_names
+                        .entry(name.clone())
+                        .or_default()
+                        .push(v.ty());
+                }
+                let b = self.expr(body);
+                if vector {
+                    self.vector_names.get_mut(name).map(|s| s.pop());
+                }
+                Expr::let_in(name.clone(), v, b?)
+            }
+            ExprKind::Load { buffer, index } => {
+                Expr::load(e.ty().element(), buffer.clone(), self.expr(index)?)
+            }
+            ExprKind::Ramp { .. } | ExprKind::Broadcast { .. } | ExprKind::Shuffle { .. } => {
+                if argent_ir::visit::expr_uses_var(e, &self.var) {
+                    return None;
+                }
+                e.clone()
+            }
+        })
+    }
+
+    fn stmt(&mut self, s: &Stmt) -> Option<Stmt> {
+        Some(match s {
+            Stmt::Store {
+                buffer,
+                index,
+                value,
+            } => {
+                let (i, v) = (self.expr(index)?, self.expr(value)?);
+                if !self.is_vector(&i) && self.is_vector(&v) {
+                    // All lanes would write one address.
+                    return None;
+                }
+                if self.is_vector(&i) {
+                    Stmt::Store {
+                        buffer: buffer.clone(),
+                        index: i,
+                        value: self.to_lanes(v),
+                    }
+                } else {
+                    Stmt::Store {
+                        buffer: buffer.clone(),
+                        index: i,
+                        value: v,
+                    }
+                }
+            }
+            Stmt::LetStmt { name, value, body } => {
+                let v = self.expr(value)?;
+                let vector = self.is_vector(&v);
+                if vector {
+                    self.vector_names
+                        .entry(name.clone())
+                        .or_default()
+                        .push(v.ty());
+                }
+                let b = self.stmt(body);
+                if vector {
+                    self.vector_names.get_mut(name).map(|s| s.pop());
+                }
+                Stmt::LetStmt {
+                    name: name.clone(),
+                    value: v,
+                    body: Box::new(b?),
+                }
+            }
+            Stmt::Block(stmts) => {
+                let mut out = Vec::with_capacity(stmts.len());
+                for s in stmts {
+                    out.push(self.stmt(s)?);
+                }
+                Stmt::Block(out)
+            }
+            Stmt::IfThenElse {
+                cond,
+                then,
+                otherwise,
+            } => {
+                let c = self.expr(cond)?;
+                if self.is_vector(&c) {
+                    return None;
+                }
+                let t = self.stmt(then)?;
+                let o = match otherwise {
+                    Some(o) => Some(Box::new(self.stmt(o)?)),
+                    None => None,
+                };
+                Stmt::IfThenElse {
+                    cond: c,
+                    then: Box::new(t),
+                    otherwise: o,
+                }
+            }
+            Stmt::For {
+                var,
+                min,
+                extent,
+                kind,
+                body,
+            } => {
+                let (m, e) = (self.expr(min)?, self.expr(extent)?);
+                if self.is_vector(&m) || self.is_vector(&e) || *var == self.var {
+                    return None;
+                }
+                Stmt::For {
+                    var: var.clone(),
+                    min: m,
+                    extent: e,
+                    kind: *kind,
+                    body: Box::new(self.stmt(body)?),
+                }
+            }
+            Stmt::ProducerConsumer {
+                func,
+                producing,
+                body,
+            } => Stmt::ProducerConsumer {
+                func: func.clone(),
+                producing: *producing,
+                body: Box::new(self.stmt(body)?),
+            },
+            Stmt::Evaluate(e) => Stmt::Evaluate(self.expr(e)?),
+            Stmt::Assert { cond, kind, args } => {
+                let c = self.expr(cond)?;
+                let mut a = Vec::with_capacity(args.len());
+                for x in args {
+                    a.push(self.expr(x)?);
+                }
+                if self.is_vector(&c) || a.iter().any(|x| self.is_vector(x)) {
+                    return None;
+                }
+                Stmt::Assert {
+                    cond: c,
+                    kind: kind.clone(),
+                    args: a,
+                }
+            }
+            Stmt::Allocate { .. } | Stmt::Provide { .. } | Stmt::Realize { .. } => return None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exec::testing::*;
+    use argent_ir::{BinOp, Intrinsic, Type};
+    use expect_test::expect;
+
+    fn input(e: Expr) -> Expr {
+        Expr::call_input(Type::I32, "in", vec![e])
+    }
+
+    /// `for (x, 0, n) kind { out(x) = value }`, flattened.
+    fn loop_module(kind: ForKind, n: i64, value: Expr) -> argent_ir::Module {
+        let body = Stmt::For {
+            var: "x".into(),
+            min: Expr::i32(0),
+            extent: Expr::i32(n),
+            kind,
+            body: Box::new(Stmt::Provide {
+                func: "out".into(),
+                args: vec![x()],
+                value,
+            }),
+        };
+        module_1d(body)
+    }
+
+    #[test]
+    fn dense_loads_and_stores() {
+        let m = loop_module(ForKind::Vectorized, 8, input(x() + 1) * 3 + x());
+        expect![[r#"
+            out[ramp((out.stride.0 * (0 - out.min.0)), out.stride.0, 8)] = ((in[ramp((in.stride.0 * (1 - in.min.0)), in.stride.0, 8)] * x8(3)) + ramp(0, 1, 8))
+        "#]]
+        .assert_eq(&vectorize(&m.body).to_string());
+    }
+
+    #[test]
+    fn dense_when_strides_are_known() {
+        // With unit strides bound, the indices fold into ramps of stride 1.
+        let body = Stmt::LetStmt {
+            name: "s".into(),
+            value: Expr::i32(1),
+            body: Box::new(Stmt::For {
+                var: "x".into(),
+                min: Expr::var_i32("base"),
+                extent: Expr::i32(16),
+                kind: ForKind::Vectorized,
+                body: Box::new(Stmt::Store {
+                    buffer: "out".into(),
+                    index: x() * Expr::var_i32("s"),
+                    value: Expr::cast(Type::U8, Expr::load(Type::I32, "in", x() + 2)),
+                }),
+            }),
+        };
+        expect![[r#"
+            out[ramp(base, 1, 16)] = u8x16(in[ramp((base + 2), 1, 16)])
+        "#]]
+        .assert_eq(&argent_arith::simplify_stmt(&vectorize(&body)).to_string());
+    }
+
+    #[test]
+    fn unsafe_loops_stay_serial() {
+        // A select with a vector condition over a load: lanes not selected
+        // could read out of bounds.
+        let guarded = Expr::select(Expr::lt(x(), Expr::i32(3)), input(x()), Expr::i32(0));
+        let m = loop_module(ForKind::Vectorized, 8, guarded);
+        assert!(vectorize(&m.body).to_string().starts_with("for (x, 0, 8)"));
+        // A loop-carried dependence: out[x] reads out[x - 1].
+        let carried = Stmt::For {
+            var: "x".into(),
+            min: Expr::i32(1),
+            extent: Expr::i32(7),
+            kind: ForKind::Vectorized,
+            body: Box::new(Stmt::Store {
+                buffer: "out".into(),
+                index: x(),
+                value: Expr::load(Type::I32, "out", x() - 1) + 1,
+            }),
+        };
+        assert!(vectorize(&carried).to_string().starts_with("for (x, 1, 7)"));
+        // A non-constant extent.
+        let dynamic = Stmt::For {
+            var: "x".into(),
+            min: Expr::i32(0),
+            extent: Expr::var_i32("n"),
+            kind: ForKind::Vectorized,
+            body: Box::new(Stmt::Store {
+                buffer: "out".into(),
+                index: x(),
+                value: x(),
+            }),
+        };
+        expect![[r#"
+            for (x, 0, n) {
+              out[x] = x
+            }
+        "#]]
+        .assert_eq(&vectorize(&dynamic).to_string());
+    }
+
+    /// Random scalar expressions of `x` and input reads, exercising every
+    /// operator lane by lane.
+    struct Gen(fastrand_like::Rng);
+
+    mod fastrand_like {
+        /// A small xorshift generator (tests only; no dependency needed).
+        pub struct Rng(pub u64);
+        impl Rng {
+            pub fn next(&mut self) -> u64 {
+                self.0 ^= self.0 << 13;
+                self.0 ^= self.0 >> 7;
+                self.0 ^= self.0 << 17;
+                self.0
+            }
+            pub fn below(&mut self, n: u64) -> u64 {
+                self.next() % n
+            }
+        }
+    }
+
+    impl Gen {
+        fn leaf(&mut self) -> Expr {
+            match self.0.below(4) {
+                0 => x(),
+                1 => Expr::i32(self.0.below(21) as i64 - 10),
+                _ => input(x() + (self.0.below(3) as i64)),
+            }
+        }
+        fn expr(&mut self, depth: u32) -> Expr {
+            if depth == 0 {
+                return self.leaf();
+            }
+            let d = depth - 1;
+            match self.0.below(12) {
+                0 => self.expr(d) + self.expr(d),
+                1 => self.expr(d) - self.expr(d),
+                2 => self.expr(d) * self.expr(d),
+                3 => Expr::div(self.expr(d), self.expr(d)),
+                4 => Expr::modulo(self.expr(d), Expr::i32(self.0.below(7) as i64 - 3)),
+                5 => Expr::min(self.expr(d), self.expr(d)),
+                6 => Expr::max(self.expr(d), self.expr(d)),
+                7 => {
+                    let c = Expr::lt(self.expr(d), self.expr(d));
+                    Expr::select(c, self.expr(d), self.expr(d))
+                }
+                8 => Expr::cast(Type::I32, Expr::cast(Type::U8, self.expr(d))),
+                9 => Expr::binary(BinOp::Shr, self.expr(d), Expr::i32(self.0.below(4) as i64)),
+                10 => Expr::cast(
+                    Type::I32,
+                    Expr::intrinsic(
+                        Type::F32,
+                        Intrinsic::Floor,
+                        vec![Expr::cast(Type::F32, self.expr(d)) * Expr::f32(0.5)],
+                    ),
+                ),
+                _ => Expr::let_in(
+                    "t",
+                    self.expr(d),
+                    Expr::var_i32("t") * Expr::var_i32("t") + x(),
+                ),
+            }
+        }
+    }
+
+    #[test]
+    fn vectorized_loops_compute_what_serial_loops_do() {
+        let mut g = Gen(fastrand_like::Rng(0x9e3779b97f4a7c15));
+        let input = ramp_input(20);
+        let mut vectorized = 0;
+        for case in 0..400 {
+            let value = g.expr(3);
+            let lanes = [4, 8, 16][case % 3];
+            let serial = loop_module(ForKind::Serial, lanes, value.clone());
+            let mut vector = loop_module(ForKind::Vectorized, lanes, value.clone());
+            vector.body = vectorize(&vector.body);
+            if !vector.body.to_string().contains("for (") {
+                vectorized += 1;
+            }
+            let want = run_1d(&serial, &input, 0, lanes);
+            let got = run_1d(&vector, &input, 0, lanes);
+            assert_eq!(
+                want.map(|r| r.0),
+                got.map(|r| r.0),
+                "case {case}: {value}\n{}",
+                vector.body
+            );
+        }
+        assert!(
+            vectorized > 250,
+            "only {vectorized} of 400 loops were vectorised"
+        );
+    }
+}

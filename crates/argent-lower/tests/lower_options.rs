@@ -1,0 +1,102 @@
+//! Pass dumps and the schedule-tree view, and reproducible random schedules.
+
+mod common;
+
+use argent_lower::random_schedule::random_schedule;
+use argent_lower::{LowerOptions, lower};
+use expect_test::expect;
+
+#[test]
+fn print_after_all_dumps_only_passes_that_changed_the_ir() {
+    let p = common::with_schedule(common::blur(), "blur_x.compute_root()");
+    let lowered = lower(
+        &p,
+        &LowerOptions {
+            print_after: Some("all".into()),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let names: Vec<&str> = lowered.dumps.iter().map(|(n, _)| n.as_str()).collect();
+    // Sliding window, storage folding, unrolling and vectorisation change
+    // nothing for breadth-first.
+    expect![[r#"["synthesize", "bounds_inference", "realize_bounds", "checks", "partition_loops", "flatten", "simplify", "cse"]"#]].assert_eq(&format!("{names:?}"));
+    let one = lower(
+        &p,
+        &LowerOptions {
+            print_after: Some("realize_bounds".into()),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(one.dumps.len(), 1);
+    assert!(
+        one.dumps[0]
+            .1
+            .contains("realize blur_x: u16([blur_x.s0.x.min")
+    );
+}
+
+#[test]
+fn random_schedules_are_reproducible_and_vary_with_the_seed() {
+    let p = common::blur();
+    let a: Vec<String> = random_schedule(&p, 42)
+        .iter()
+        .map(argent_lower::error::directive_text)
+        .collect();
+    let b: Vec<String> = random_schedule(&p, 42)
+        .iter()
+        .map(argent_lower::error::directive_text)
+        .collect();
+    assert_eq!(a, b);
+    let distinct: std::collections::BTreeSet<Vec<String>> = (0..50)
+        .map(|s| {
+            random_schedule(&p, s)
+                .iter()
+                .map(argent_lower::error::directive_text)
+                .collect()
+        })
+        .collect();
+    assert!(
+        distinct.len() > 30,
+        "only {} distinct schedules out of 50",
+        distinct.len()
+    );
+}
+
+#[test]
+fn rfactor_makes_the_histogram_parallel() {
+    let p = common::with_schedule(common::histogram(), "hist.update(0).rfactor(r.y, v)");
+    let lowered = lower(&p, &LowerOptions::default()).unwrap();
+    let tree = lowered.schedule_tree.to_string();
+    expect![[r#"
+        domain { hist_intm.s0[v, i], hist_intm.s1[v, r.x], hist.s0[i], hist.s1[i, r.y], cdf.s0[i], cdf.s1[ri], out.s0[y, x] }
+          sequence
+            sequence
+              filter hist.s0
+                band [i] permutable coincident [1]
+              filter hist.s1
+                band [i, r.y] permutable coincident [1, 0]
+                  sequence
+                    filter hist_intm.s0
+                      band [v, i] permutable coincident [1, 1]
+                    filter hist_intm.s1
+                      mark parallel
+                        band [v] permutable coincident [1]
+                          band [r.x] permutable coincident [0]
+            sequence
+              filter cdf.s0
+                band [i] permutable coincident [1]
+              filter cdf.s1
+                band [ri] coincident [0]
+            filter out.s0
+              band [y, x] permutable coincident [1, 1]
+        # hist_intm: compute at hist.s1.r.y, store at hist.s1.r.y
+    "#]].assert_eq(&tree);
+    assert!(
+        lowered
+            .loop_nest
+            .to_string()
+            .contains("parallel (hist_intm.s1.v")
+    );
+}
