@@ -17,4 +17,4 @@ log "building the compiler for the page and the TypeScript runtime"
 bash scripts/build-web.sh
 
 log "serving the playground"
-exec node www/serve.mjs "${PORT:-8080}"
+exec node www/serve.mjs --port "${PORT:-8080}"

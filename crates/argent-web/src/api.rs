@@ -1,0 +1,332 @@
+//! The compiler driver behind the wasm-bindgen exports, in plain Rust so it
+//! is tested natively: source text in, JSON-ready responses and module
+//! bytes out.
+
+use crate::abi::abi_to_json;
+use crate::describe::{PipelineDescription, SpanDescription, describe_pipeline, resolve_span};
+use argent_ir::Stmt;
+use argent_lang::{Diagnostic, Severity};
+use argent_lower::{LowerError, LowerOptions};
+use argent_wasm::CodegenOptions;
+use serde::{Deserialize, Serialize};
+
+/// Options the runtime passes as JSON. Unknown fields are rejected so a
+/// typo in the page does not silently compile something else.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct CompileOptions {
+    /// Emit SIMD128 code; the runtime turns this off when the engine
+    /// lacks SIMD (probed with `WebAssembly.validate`).
+    pub simd: bool,
+    /// Emit parallel loops as calls to the worker pool (needs shared
+    /// memory); when false, parallel loops run serially.
+    pub threads: bool,
+}
+
+impl Default for CompileOptions {
+    fn default() -> CompileOptions {
+        CompileOptions {
+            simd: true,
+            threads: true,
+        }
+    }
+}
+
+/// A labelled secondary location of a diagnostic.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LabelJson {
+    pub span: SpanDescription,
+    pub message: String,
+}
+
+/// One diagnostic as the editor needs it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DiagnosticJson {
+    pub code: String,
+    /// `"error"` or `"warning"`.
+    pub severity: String,
+    pub message: String,
+    pub span: SpanDescription,
+    pub labels: Vec<LabelJson>,
+    pub notes: Vec<String>,
+}
+
+/// Time spent in each compiler phase, in milliseconds.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Timings {
+    pub parse: f64,
+    pub lower: f64,
+    pub codegen: f64,
+    pub total: f64,
+}
+
+/// The answer to `check`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckResponse {
+    pub diagnostics: Vec<DiagnosticJson>,
+    /// All diagnostics rendered as the terminal shows them (no colour).
+    pub rendered: String,
+}
+
+/// The answer to `compile`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "status", rename_all = "camelCase")]
+pub enum CompileResponse {
+    #[serde(rename_all = "camelCase")]
+    Ok {
+        /// How to call the module (the backend's ABI description).
+        abi: serde_json::Value,
+        pipeline: PipelineDescription,
+        timings: Timings,
+        options: CompileOptions,
+        /// Warnings, if any.
+        diagnostics: Vec<DiagnosticJson>,
+    },
+    #[serde(rename_all = "camelCase")]
+    Error {
+        /// Which phase failed: `"options"`, `"parse"`, `"lower"`,
+        /// `"codegen"`, or `"unavailable"`.
+        phase: String,
+        diagnostics: Vec<DiagnosticJson>,
+        rendered: String,
+    },
+}
+
+/// Serialises a response; the structs above always serialise, so a
+/// failure here is a bug and becomes a JSON error rather than a panic.
+pub fn to_json<T: Serialize>(value: &T) -> String {
+    serde_json::to_string(value).unwrap_or_else(|error| {
+        format!(
+            r#"{{"status":"error","phase":"internal","diagnostics":[],"rendered":{}}}"#,
+            serde_json::Value::String(format!("internal error serialising a response: {error}"))
+        )
+    })
+}
+
+/// Parses the options JSON; an empty string means the defaults.
+pub fn parse_options(options_json: &str) -> Result<CompileOptions, String> {
+    if options_json.trim().is_empty() {
+        return Ok(CompileOptions::default());
+    }
+    serde_json::from_str(options_json).map_err(|error| format!("bad compile options: {error}"))
+}
+
+/// The name diagnostics give the source text when rendered.
+const FILE_NAME: &str = "pipeline.ag";
+
+fn diagnostic_json(source: &str, diagnostic: &Diagnostic) -> DiagnosticJson {
+    DiagnosticJson {
+        code: diagnostic.code.to_string(),
+        severity: match diagnostic.severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        }
+        .to_string(),
+        message: diagnostic.message.clone(),
+        span: resolve_span(source, diagnostic.span),
+        labels: diagnostic
+            .labels
+            .iter()
+            .map(|(span, message)| LabelJson {
+                span: resolve_span(source, *span),
+                message: message.clone(),
+            })
+            .collect(),
+        notes: diagnostic.notes.clone(),
+    }
+}
+
+fn diagnostics_json(source: &str, diagnostics: &[Diagnostic]) -> Vec<DiagnosticJson> {
+    diagnostics
+        .iter()
+        .map(|d| diagnostic_json(source, d))
+        .collect()
+}
+
+/// A lowering failure as a front-end style diagnostic: schedule errors
+/// point at the directive, algorithm errors at the whole program, and
+/// compiler bugs say so.
+fn lower_error_diagnostic(error: &LowerError) -> Diagnostic {
+    match error {
+        LowerError::Schedule(e) => Diagnostic::error(e.code.code(), e.span, e.message.clone())
+            .with_note(format!("in the directive `{}`", e.directive)),
+        LowerError::Algorithm(message) => {
+            Diagnostic::error("L0001", argent_ir::Span::DUMMY, message.clone())
+        }
+        LowerError::Bug(bug) => Diagnostic::error("ICE", argent_ir::Span::DUMMY, bug.to_string())
+            .with_note("this is a bug in the Argent compiler, not in your program"),
+    }
+}
+
+/// Checks a program and reports its diagnostics (errors and warnings).
+pub fn check(source: &str) -> CheckResponse {
+    let (_, diagnostics) = argent_lang::check(source);
+    CheckResponse {
+        diagnostics: diagnostics_json(source, &diagnostics),
+        rendered: argent_lang::render(&diagnostics, FILE_NAME, source, false),
+    }
+}
+
+/// Compiles a program to a Wasm module. `now_ms` is a monotonic clock.
+pub fn compile(
+    source: &str,
+    options_json: &str,
+    now_ms: &dyn Fn() -> f64,
+) -> (CompileResponse, Vec<u8>) {
+    let fail = |phase: &str, diagnostics: Vec<Diagnostic>| CompileResponse::Error {
+        phase: phase.to_string(),
+        diagnostics: diagnostics_json(source, &diagnostics),
+        rendered: argent_lang::render(&diagnostics, FILE_NAME, source, false),
+    };
+    let options = match parse_options(options_json) {
+        Ok(options) => options,
+        Err(message) => {
+            let diagnostic = Diagnostic::error("W0001", argent_ir::Span::DUMMY, message);
+            return (fail("options", vec![diagnostic]), Vec::new());
+        }
+    };
+    let started = now_ms();
+    let (pipeline, diagnostics) = argent_lang::check(source);
+    let Some(pipeline) = pipeline else {
+        return (fail("parse", diagnostics), Vec::new());
+    };
+    let parsed = now_ms();
+    let lowered = match argent_lower::lower(&pipeline, &LowerOptions::default()) {
+        Ok(lowered) => lowered,
+        Err(error) => {
+            return (
+                fail("lower", vec![lower_error_diagnostic(&error)]),
+                Vec::new(),
+            );
+        }
+    };
+    let lowered_at = now_ms();
+    let codegen_options = CodegenOptions {
+        simd: options.simd,
+        threads: options.threads,
+    };
+    let module = flattened(lowered.module);
+    let compiled = match argent_wasm::compile(&module, &codegen_options) {
+        Ok(compiled) => compiled,
+        Err(error) => {
+            let diagnostic = Diagnostic::error("ICE", argent_ir::Span::DUMMY, error.to_string())
+                .with_note("this is a bug in the Argent compiler, not in your program");
+            return (fail("codegen", vec![diagnostic]), Vec::new());
+        }
+    };
+    let finished = now_ms();
+    let response = CompileResponse::Ok {
+        abi: abi_to_json(&compiled.abi),
+        pipeline: describe_pipeline(&pipeline),
+        timings: Timings {
+            parse: parsed - started,
+            lower: lowered_at - parsed,
+            codegen: finished - lowered_at,
+            total: finished - started,
+        },
+        options,
+        diagnostics: diagnostics_json(source, &diagnostics),
+    };
+    (response, compiled.bytes)
+}
+
+/// Transitional: `argent_lower::lower` does not call its `flatten` pass
+/// yet (see the TODO in crates/argent-lower/src/lower.rs), and the backend
+/// needs flat `Load`/`Store`s. Flatten here only while the lowered body
+/// still has multi-dimensional `Realize`/`Provide` nodes, so this becomes a
+/// no-op once lowering flattens by itself and can then be deleted.
+fn flattened(mut module: argent_ir::Module) -> argent_ir::Module {
+    if has_multidimensional_storage(&module.body) {
+        module.body = argent_lower::flatten::flatten(&module.body, &module.buffers);
+    }
+    module
+}
+
+fn has_multidimensional_storage(stmt: &Stmt) -> bool {
+    match stmt {
+        Stmt::Provide { .. } | Stmt::Realize { .. } => true,
+        Stmt::LetStmt { body, .. }
+        | Stmt::ProducerConsumer { body, .. }
+        | Stmt::For { body, .. }
+        | Stmt::Allocate { body, .. } => has_multidimensional_storage(body),
+        Stmt::Block(stmts) => stmts.iter().any(has_multidimensional_storage),
+        Stmt::IfThenElse {
+            then, otherwise, ..
+        } => {
+            has_multidimensional_storage(then)
+                || otherwise
+                    .as_deref()
+                    .is_some_and(has_multidimensional_storage)
+        }
+        Stmt::Assert { .. } | Stmt::Store { .. } | Stmt::Evaluate(_) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use expect_test::expect;
+
+    fn clock() -> f64 {
+        0.0
+    }
+
+    #[test]
+    fn syntax_errors_come_back_as_located_diagnostics() {
+        let source = "input u8 in(x, y)\nout(x, y) = in(x, y) +\noutput out\n";
+        let (response, wasm) = compile(source, "", &clock);
+        assert!(wasm.is_empty());
+        let CompileResponse::Error {
+            phase,
+            diagnostics,
+            rendered,
+        } = response
+        else {
+            panic!("a syntax error must fail: {response:?}");
+        };
+        assert_eq!(phase, "parse");
+        let first = &diagnostics[0];
+        assert_eq!(first.severity, "error");
+        assert!(
+            first.span.start.line >= 2,
+            "points into the program: {first:?}"
+        );
+        assert!(
+            rendered.contains(&first.code),
+            "rendered text names the code: {rendered}"
+        );
+    }
+
+    #[test]
+    fn bad_options_are_reported_not_ignored() {
+        let (response, _) = compile("", r#"{"simd": true, "threds": false}"#, &clock);
+        let CompileResponse::Error {
+            phase, diagnostics, ..
+        } = response
+        else {
+            panic!("unknown option must fail");
+        };
+        assert_eq!(phase, "options");
+        expect!["bad compile options: unknown field `threds`, expected `simd` or `threads` at line 1 column 23"]
+            .assert_eq(&diagnostics[0].message);
+    }
+
+    #[test]
+    fn a_pipeline_compiles_to_a_described_module() {
+        let source =
+            "input u8 in(x, y)\nparam u8 k = 3 in 0 .. 10\nout(x, y) = in(x, y) + k\noutput out\n";
+        let (response, wasm) = compile(source, r#"{"simd": false, "threads": false}"#, &clock);
+        let CompileResponse::Ok { pipeline, abi, .. } = &response else {
+            panic!("compiles: {response:?}");
+        };
+        assert_eq!(&wasm[..4], b"\0asm");
+        expect![[r#"{"inputs":[{"name":"in","type":"u8","dims":["x","y"]}],"outputs":[{"name":"out","type":"u8","dims":["x","y"]}],"params":[{"name":"k","type":"u8","default":3.0,"range":[0.0,10.0]}]}"#]]
+            .assert_eq(&to_json(pipeline));
+        assert_eq!(abi["sharedMemory"], false);
+        assert_eq!(abi["buffers"].as_array().map(Vec::len), Some(2));
+    }
+}

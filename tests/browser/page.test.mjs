@@ -1,0 +1,130 @@
+// The demo page in headless Chromium: it compiles an example in the page,
+// runs it on the worker pool over shared memory, and draws the result; the
+// canvas must equal the reference interpreter's output bit for bit.
+//
+// Needs: web/pkg and web/dist (scripts/build-web.sh), Chromium at
+// /usr/bin/chromium (apt-get install chromium), and the Rust CLI (built on
+// demand by web/test/helpers.mjs). Run: node --test tests/browser/
+
+import assert from "node:assert/strict";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, test } from "node:test";
+import { pathToFileURL } from "node:url";
+import { REPO, WEB, firstDifference, referenceOutputs } from "../../web/test/helpers.mjs";
+
+const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
+const FLAGS = [
+  "--no-sandbox",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
+const EXAMPLE = "unsharp_mask";
+const SCREENSHOTS = join(REPO, "target", "screenshots");
+
+for (const [path, hint] of [
+  [join(WEB, "dist", "index.js"), "run scripts/build-web.sh"],
+  [join(WEB, "pkg", "argent_web_bg.wasm"), "run scripts/build-web.sh"],
+  [CHROMIUM, "apt-get install -y chromium"],
+]) {
+  if (!existsSync(path)) throw new Error(`missing ${path}: ${hint}`);
+}
+
+const { chromium } = createRequire(join(WEB, "package.json"))("playwright-core");
+const { startServer } = await import(pathToFileURL(join(REPO, "www", "serve.mjs")).href);
+const { decodePhoto, encodePhoto, readPhoto } = await import(pathToFileURL(join(WEB, "dist", "node.js")).href);
+
+let server;
+let context;
+let userDataDir;
+let photoPath;
+
+before(async () => {
+  // The canvas holds RGBA, so the reference runs on an RGBA copy of the
+  // photo (opaque alpha): both then see exactly the same samples.
+  const photo = await readPhoto(join(REPO, "images", "chelsea.png"));
+  const rgba = new Uint8Array(photo.width * photo.height * 4);
+  for (let p = 0; p < photo.width * photo.height; p++) {
+    for (let c = 0; c < 3; c++) rgba[p * 4 + c] = photo.samples[p * photo.channels + (photo.channels === 1 ? 0 : c)];
+    rgba[p * 4 + 3] = 255;
+  }
+  const fixtures = join(REPO, "target", "browser-fixtures");
+  mkdirSync(fixtures, { recursive: true });
+  photoPath = join(fixtures, "chelsea-rgba.png");
+  writeFileSync(photoPath, encodePhoto({ width: photo.width, height: photo.height, channels: 4, samples: rgba }, photoPath));
+  server = await startServer({ port: 0 });
+  userDataDir = mkdtempSync(join(tmpdir(), "argent-chromium-"));
+  context = await chromium.launchPersistentContext(userDataDir, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: FLAGS,
+    env: { ...process.env, XDG_RUNTIME_DIR: userDataDir },
+  });
+});
+
+after(async () => {
+  await context?.close();
+  await server?.close();
+  if (userDataDir) rmSync(userDataDir, { recursive: true, force: true });
+});
+
+test(`the page compiles and runs ${EXAMPLE} on workers, matching the reference bit for bit`, async () => {
+  const page = await context.newPage();
+  const problems = [];
+  page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
+  page.on("console", (message) => {
+    if (message.type() === "error") problems.push(`console error: ${message.text()}`);
+  });
+  const photoUrl = "/target/browser-fixtures/chelsea-rgba.png";
+  await page.goto(`${server.url}/www/index.html?example=${EXAMPLE}&photo=${photoUrl}&threads=2`);
+  await page.waitForSelector("body[data-state=done], body[data-state=error]", { timeout: 180_000, state: "attached" });
+  const demo = await page.evaluate(() => window.argentDemo);
+  assert.equal(demo.state, "done", `page failed: ${demo.message}\n${problems.join("\n")}`);
+  assert.equal(demo.crossOriginIsolated, true, "the page must be cross-origin isolated");
+  assert.equal(demo.mode, "threads");
+  assert.equal(demo.threads, 2);
+  assert.equal(demo.iterationsPerThread.length, 2, "the run used the two-worker pool");
+  assert.ok(demo.iterationsPerThread.reduce((a, b) => a + b, 0) > 0, "parallel loops ran on the workers");
+  assert.equal(demo.simd, true);
+  assert.ok(demo.compile.toBytes > 0 && demo.compile.engineCompile >= 0);
+
+  const pixels = await page.evaluate(() => {
+    const canvas = document.getElementById("output");
+    const data = canvas.getContext("2d").getImageData(0, 0, canvas.width, canvas.height).data;
+    let binary = "";
+    for (let i = 0; i < data.length; i += 0x8000) binary += String.fromCharCode(...data.subarray(i, i + 0x8000));
+    return { width: canvas.width, height: canvas.height, base64: btoa(binary) };
+  });
+  const canvas = new Uint8Array(Buffer.from(pixels.base64, "base64"));
+
+  const [referencePath] = referenceOutputs(join(REPO, "examples", `${EXAMPLE}.ag`), [["photo", photoPath]], ["out"]);
+  const reference = await readPhoto(referencePath);
+  assert.deepEqual([pixels.width, pixels.height], [reference.width, reference.height]);
+  assert.equal(reference.channels, 4);
+  const at = firstDifference(canvas, reference.samples);
+  assert.equal(at, -1, at < 0 ? "" : `pixel ${Math.floor(at / 4)} channel ${at % 4}: canvas ${canvas[at]}, reference ${reference.samples[at]}`);
+
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  await page.screenshot({ path: join(SCREENSHOTS, `www-${EXAMPLE}.png`), fullPage: true });
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test("compile errors are shown with their diagnostics", async () => {
+  const page = await context.newPage();
+  await page.goto(`${server.url}/www/index.html?example=${EXAMPLE}&autorun=0`);
+  await page.waitForSelector("body[data-state=ready]", { timeout: 60_000, state: "attached" });
+  await page.fill("#source", "input u8 in(x, y)\nout(x, y) = in(x, y) + nope\noutput out\n");
+  await page.click("#run");
+  await page.waitForSelector("body[data-state=error]", { timeout: 60_000, state: "attached" });
+  const demo = await page.evaluate(() => window.argentDemo);
+  assert.ok(demo.diagnostics.length >= 1);
+  assert.equal(demo.diagnostics[0].span.start.line, 2);
+  assert.match(await page.textContent("#diagnostics"), /nope/);
+  await page.close();
+});

@@ -1,0 +1,327 @@
+// An execution worker. Every worker of a runtime's pool instantiates each
+// pipeline's module on that pipeline's memory. For one run, one worker is
+// the driver (it lays out memory, calls `run`, and copies outputs back)
+// and the others are helpers that join the parallel loops.
+//
+// The parallel_for protocol follows argent-wasm's crate docs: the caller
+// publishes a job in a control block in shared memory, bumps a generation
+// word and notifies; every participant, caller included, claims chunks of
+// iterations with Atomics.add; the caller waits until all iterations are
+// done. A parallel loop reached from inside a task runs serially on the
+// calling thread, so nested loops cannot deadlock.
+
+import {
+  ARGS_OFFSET,
+  BUFFER_ALIGN,
+  BUFFER_SLACK,
+  CONTROL_OFFSET,
+  Control,
+  HEAP_HEADROOM,
+  MAX_MEMORY_BYTES,
+  PAGE_BYTES,
+  TRAP_STATUS,
+  alignUp,
+} from "./layout.js";
+import { parentPort } from "./platform.js";
+import type { Abi, ExecReply, ExecRequest, RunBuffer } from "./protocol.js";
+
+interface Loaded {
+  abi: Abi;
+  memory: WebAssembly.Memory;
+  instance: WebAssembly.Instance;
+  /** `task_N` exports by task index. */
+  tasks: ((closure: number, iteration: number) => number)[];
+  /** How many helpers join this run's loops (driver only). */
+  helpers: number;
+  /** The first trap message seen on this thread during a run. */
+  trap: string | null;
+  /** Parallel-loop iterations this thread ran during the current run. */
+  iterations: number;
+}
+
+const port = await parentPort();
+const pipelines = new Map<number, Loaded>();
+/** Depth of task calls on this thread: nested parallel loops run serially. */
+let taskDepth = 0;
+
+function reply(message: ExecReply, transfer?: Transferable[]): void {
+  port.post(message, transfer);
+}
+
+function control(loaded: Loaded): Int32Array {
+  return new Int32Array(loaded.memory.buffer, CONTROL_OFFSET, Control.words);
+}
+
+function describeError(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+}
+
+/** Runs one task iteration, turning a trap into a status. */
+function runIteration(loaded: Loaded, task: number, closure: number, iteration: number): number {
+  taskDepth++;
+  loaded.iterations++;
+  try {
+    return loaded.tasks[task](closure, iteration);
+  } catch (error) {
+    loaded.trap ??= `parallel task ${loaded.abi.tasks[task]?.export ?? task} trapped: ${describeError(error)}`;
+    return TRAP_STATUS;
+  } finally {
+    taskDepth--;
+  }
+}
+
+/** Claims and runs chunks of the published job until none are left. */
+function work(loaded: Loaded, ctl: Int32Array): void {
+  const task = Atomics.load(ctl, Control.task);
+  const closure = Atomics.load(ctl, Control.closure);
+  const min = Atomics.load(ctl, Control.min);
+  const extent = Atomics.load(ctl, Control.extent);
+  const chunk = Atomics.load(ctl, Control.chunk);
+  for (;;) {
+    const start = Atomics.add(ctl, Control.next, chunk);
+    if (start >= extent) return;
+    const end = Math.min(start + chunk, extent);
+    for (let i = start; i < end; i++) {
+      // After a failure the remaining iterations are counted but skipped:
+      // the run is going to fail anyway.
+      if (Atomics.load(ctl, Control.status) !== 0) continue;
+      const status = runIteration(loaded, task, closure, min + i);
+      if (status !== 0) Atomics.compareExchange(ctl, Control.status, 0, status);
+    }
+    if (Atomics.add(ctl, Control.done, end - start) + (end - start) >= extent) {
+      Atomics.notify(ctl, Control.done);
+    }
+  }
+}
+
+/** Waits until no helper is reading the job; the caller holds an odd generation. */
+function waitForIdleHelpers(ctl: Int32Array): void {
+  for (;;) {
+    const active = Atomics.load(ctl, Control.active);
+    if (active === 0) return;
+    Atomics.wait(ctl, Control.active, active);
+  }
+}
+
+/** `env.parallel_for` as the driver (or a nested caller) sees it. */
+function parallelFor(loaded: Loaded, task: number, closure: number, min: number, extent: number): number {
+  if (extent <= 0) return 0;
+  if (taskDepth > 0 || loaded.helpers === 0) {
+    for (let i = 0; i < extent; i++) {
+      const status = runIteration(loaded, task, closure, min + i);
+      if (status !== 0) return status;
+    }
+    return 0;
+  }
+  const ctl = control(loaded);
+  Atomics.add(ctl, Control.generation, 1);
+  waitForIdleHelpers(ctl);
+  const participants = loaded.helpers + 1;
+  Atomics.store(ctl, Control.task, task);
+  Atomics.store(ctl, Control.closure, closure);
+  Atomics.store(ctl, Control.min, min);
+  Atomics.store(ctl, Control.extent, extent);
+  // A few chunks per participant balance uneven iterations without making
+  // the shared counter a bottleneck.
+  Atomics.store(ctl, Control.chunk, Math.max(1, Math.floor(extent / (participants * 4))));
+  Atomics.store(ctl, Control.next, 0);
+  Atomics.store(ctl, Control.done, 0);
+  Atomics.store(ctl, Control.status, 0);
+  Atomics.add(ctl, Control.generation, 1);
+  Atomics.notify(ctl, Control.generation);
+  work(loaded, ctl);
+  for (;;) {
+    const done = Atomics.load(ctl, Control.done);
+    if (done >= extent) break;
+    Atomics.wait(ctl, Control.done, done);
+  }
+  return Atomics.load(ctl, Control.status);
+}
+
+/** Tells the helpers the run is over. */
+function releaseHelpers(loaded: Loaded): void {
+  if (loaded.helpers === 0) return;
+  const ctl = control(loaded);
+  Atomics.add(ctl, Control.generation, 1);
+  waitForIdleHelpers(ctl);
+  Atomics.store(ctl, Control.quit, 1);
+  Atomics.store(ctl, Control.extent, 0);
+  Atomics.add(ctl, Control.generation, 1);
+  Atomics.notify(ctl, Control.generation);
+}
+
+/** A helper's loop: join every published job until the driver says quit. */
+function helpLoop(loaded: Loaded): void {
+  const ctl = control(loaded);
+  let seen = -1;
+  for (;;) {
+    const generation = Atomics.load(ctl, Control.generation);
+    if (generation !== seen && (generation & 1) === 0) {
+      Atomics.add(ctl, Control.active, 1);
+      let quit = false;
+      // Only a job that was not being rewritten while we registered is
+      // safe to read; otherwise look again.
+      if (Atomics.load(ctl, Control.generation) === generation) {
+        quit = Atomics.load(ctl, Control.quit) !== 0;
+        if (!quit) work(loaded, ctl);
+        seen = generation;
+      }
+      if (Atomics.sub(ctl, Control.active, 1) === 1) Atomics.notify(ctl, Control.active);
+      if (quit) return;
+      continue;
+    }
+    Atomics.wait(ctl, Control.generation, generation);
+  }
+}
+
+function load(request: Extract<ExecRequest, { type: "load" }>): void {
+  const started = performance.now();
+  try {
+    // Without shared memory (single-threaded mode) only the driver runs
+    // the pipeline, and it owns a private memory.
+    const memory = request.memory ?? new WebAssembly.Memory({ initial: 1 });
+    const loaded = {
+      abi: request.abi,
+      memory,
+      tasks: [],
+      helpers: 0,
+      trap: null,
+      iterations: 0,
+    } as unknown as Loaded;
+    const instance = new WebAssembly.Instance(request.module, {
+      env: {
+        memory,
+        parallel_for: (task: number, closure: number, min: number, extent: number) =>
+          parallelFor(loaded, task, closure, min, extent),
+      },
+    });
+    loaded.instance = instance;
+    loaded.tasks = request.abi.tasks.map((task) => instance.exports[task.export] as Loaded["tasks"][number]);
+    pipelines.set(request.pipelineId, loaded);
+    reply({ type: "loaded", pipelineId: request.pipelineId, ms: performance.now() - started });
+  } catch (error) {
+    reply({ type: "load-error", pipelineId: request.pipelineId, message: describeError(error) });
+  }
+}
+
+/** Grows `memory` to at least `bytes`. */
+function ensureMemory(memory: WebAssembly.Memory, bytes: number): void {
+  const have = memory.buffer.byteLength;
+  if (bytes > have) memory.grow(Math.ceil((bytes - have) / PAGE_BYTES));
+}
+
+function run(request: Extract<ExecRequest, { type: "run" }>): void {
+  const loaded = pipelines.get(request.pipelineId);
+  if (!loaded) {
+    reply({ type: "run-error", runId: request.runId, message: `pipeline ${request.pipelineId} is not loaded` });
+    return;
+  }
+  const { abi, memory } = loaded;
+  const t0 = performance.now();
+  // Lay out the buffers after the argument block, each aligned and followed
+  // by the slack SIMD loads may touch.
+  let cursor = alignUp(ARGS_OFFSET + abi.argsSize, BUFFER_ALIGN);
+  const bases: number[] = [];
+  for (const buffer of request.buffers) {
+    bases.push(cursor);
+    cursor = alignUp(cursor + buffer.elements * buffer.elementBytes + BUFFER_SLACK, BUFFER_ALIGN);
+  }
+  const heapTop = cursor;
+  if (heapTop + HEAP_HEADROOM > MAX_MEMORY_BYTES) {
+    reply({
+      type: "run-error",
+      runId: request.runId,
+      message: `the inputs and outputs need ${heapTop} bytes, more than the 4 GiB a wasm32 memory can hold`,
+    });
+    return;
+  }
+  try {
+    ensureMemory(memory, heapTop + HEAP_HEADROOM);
+  } catch (error) {
+    reply({ type: "run-error", runId: request.runId, message: `could not grow memory to ${heapTop} bytes: ${describeError(error)}` });
+    return;
+  }
+  const bytes = new Uint8Array(memory.buffer);
+  const words = new DataView(memory.buffer, ARGS_OFFSET, abi.argsSize);
+  words.setInt32(abi.heapTopOffset, heapTop, true);
+  request.buffers.forEach((buffer, i) => {
+    const descriptor = abi.buffers[buffer.index];
+    words.setInt32(descriptor.offset, bases[i], true);
+    for (let d = 0; d < descriptor.dims; d++) {
+      words.setInt32(descriptor.offset + 4 + 12 * d, buffer.mins[d], true);
+      words.setInt32(descriptor.offset + 8 + 12 * d, buffer.extents[d], true);
+      words.setInt32(descriptor.offset + 12 + 12 * d, buffer.strides[d], true);
+    }
+    if (buffer.bytes) bytes.set(buffer.bytes, bases[i]);
+  });
+  for (const [offset, word] of request.params) words.setInt32(offset, word, true);
+  loaded.helpers = request.helpers;
+  loaded.trap = null;
+  loaded.iterations = 0;
+  const t1 = performance.now();
+  let status: number;
+  try {
+    status = (loaded.instance.exports.run as (argsPtr: number) => number)(ARGS_OFFSET);
+  } catch (error) {
+    loaded.trap ??= `the pipeline trapped: ${describeError(error)}`;
+    status = TRAP_STATUS;
+  } finally {
+    releaseHelpers(loaded);
+  }
+  const t2 = performance.now();
+  const errorArgs: number[] = [];
+  const outputs: Uint8Array[] = [];
+  if (status === 0) {
+    request.buffers.forEach((buffer, i) => {
+      if (abi.buffers[buffer.index].role !== "output") return;
+      const size = buffer.elements * buffer.elementBytes;
+      // memory.buffer may have been replaced by a grow during the run.
+      outputs.push(new Uint8Array(memory.buffer, bases[i], size).slice());
+    });
+  } else if (status > 0) {
+    const view = new DataView(memory.buffer, ARGS_OFFSET);
+    const count = abi.asserts[status - 1]?.argTypes.length ?? 0;
+    for (let i = 0; i < Math.min(count, abi.maxErrorArgs); i++) {
+      errorArgs.push(view.getInt32(abi.errorArgsOffset + 4 * i, true));
+    }
+  }
+  const t3 = performance.now();
+  reply(
+    {
+      type: "done",
+      runId: request.runId,
+      status,
+      errorArgs,
+      outputs,
+      trap: loaded.trap,
+      iterations: loaded.iterations,
+      timings: { copyIn: t1 - t0, execute: t2 - t1, copyOut: t3 - t2 },
+    },
+    outputs.map((output) => output.buffer),
+  );
+}
+
+function join(request: Extract<ExecRequest, { type: "join" }>): void {
+  const loaded = pipelines.get(request.pipelineId);
+  if (loaded) {
+    loaded.trap = null;
+    loaded.iterations = 0;
+    helpLoop(loaded);
+  }
+  reply({ type: "left", runId: request.runId, trap: loaded?.trap ?? null, iterations: loaded?.iterations ?? 0 });
+}
+
+port.onMessage((request: ExecRequest) => {
+  switch (request.type) {
+    case "load":
+      return load(request);
+    case "unload":
+      pipelines.delete(request.pipelineId);
+      return;
+    case "run":
+      return run(request);
+    case "join":
+      return join(request);
+  }
+});
+reply({ type: "ready" });

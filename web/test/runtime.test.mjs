@@ -1,0 +1,261 @@
+// The runtime's API and error paths, against the real compiler (web/pkg)
+// and real generated modules.
+
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { fileURLToPath } from "node:url";
+import {
+  ArgentCompileError,
+  ArgentRunError,
+  argent,
+  createRuntime,
+  sharedMemoryAvailable,
+  simdAvailable,
+} from "../dist/index.js";
+
+const SHIFT = `
+input u8 in(x, y)
+out(x, y) = in(x + 1, y)
+output out
+`;
+
+const SCALE = `
+input u8 in(x, y)
+param u8 k = 3 in 0 .. 200
+param f32 gain = 1.0 in 0.0 .. 4.0
+out(x, y) = sat_u8(f32(in(x, y)) * gain) + k
+output out
+schedule {
+  out.parallel(y)
+}
+`;
+
+const COLOR = `
+input u8 photo(x, y, c)
+out(x, y, c) = photo(x, y, c) / 2
+output out
+`;
+
+/** A deterministic gray test image. */
+function grayImage(width, height) {
+  const data = new Uint8Array(width * height);
+  for (let i = 0; i < data.length; i++) data[i] = (i * 37 + (i >> 5)) & 255;
+  return { data, width, height, channels: 1 };
+}
+
+function expectedScale(image, k, gain) {
+  return image.data.map((v) => Math.min(255, Math.max(0, Math.trunc(Math.fround(v * gain)))) + k);
+}
+
+let runtime;
+before(async () => {
+  runtime = await createRuntime({ threads: 2 });
+});
+after(() => runtime.dispose());
+
+describe("environment", () => {
+  test("Node has SIMD128 and shared memory, so the runtime uses threads", () => {
+    assert.equal(simdAvailable(), true);
+    assert.equal(sharedMemoryAvailable(), true);
+    assert.equal(runtime.mode, "threads");
+    assert.equal(runtime.threads, 2);
+    assert.equal(runtime.simd, true);
+  });
+
+  test("one thread means single-threaded mode, and simd: false means scalar code", async () => {
+    const single = await createRuntime({ threads: 1, simd: false });
+    try {
+      assert.equal(single.mode, "single");
+      assert.match(single.modeReason, /one thread/);
+      const pipeline = await single.compile(SCALE);
+      assert.equal(pipeline.simd, false);
+      assert.equal(pipeline.abi.sharedMemory, false);
+      const image = grayImage(40, 30);
+      const { outputs, stats } = await pipeline.run({ inputs: { in: image } });
+      assert.deepEqual(Array.from(outputs.out.data), Array.from(expectedScale(image, 3, 1)));
+      assert.deepEqual(stats.iterationsPerThread.length, 1);
+    } finally {
+      single.dispose();
+    }
+  });
+});
+
+describe("compile", () => {
+  test("describes inputs, outputs and params, and reports timings", async () => {
+    const pipeline = await runtime.compile(SCALE);
+    assert.deepEqual(pipeline.inputs, [{ name: "in", type: "u8", dims: ["x", "y"] }]);
+    assert.deepEqual(pipeline.outputs, [{ name: "out", type: "u8", dims: ["x", "y"] }]);
+    assert.deepEqual(pipeline.params, [
+      { name: "k", type: "u8", default: 3, range: [0, 200] },
+      { name: "gain", type: "f32", default: 1, range: [0, 4] },
+    ]);
+    const t = pipeline.timings;
+    for (const key of ["parse", "lower", "codegen", "toBytes", "engineCompile", "instantiate", "total"]) {
+      assert.ok(Number.isFinite(t[key]) && t[key] >= 0, `timing ${key} = ${t[key]}`);
+    }
+    assert.ok(t.total >= t.toBytes);
+    assert.ok(WebAssembly.validate(pipeline.wasm));
+    pipeline.dispose();
+  });
+
+  test("accepts a tagged template", async () => {
+    const factor = 2;
+    const pipeline = await runtime.compile`
+      input u8 in(x, y)
+      out(x, y) = in(x, y) / ${factor}
+      output out
+    `;
+    const image = grayImage(17, 5);
+    const { outputs } = await pipeline.run({ inputs: { in: image } });
+    assert.deepEqual(Array.from(outputs.out.data), Array.from(image.data.map((v) => v >> 1)));
+    assert.equal(argent`a ${1} b ${"c"}`, "a 1 b c");
+    pipeline.dispose();
+  });
+
+  test("a wrong program throws ArgentCompileError with located diagnostics", async () => {
+    const source = "input u8 in(x, y)\nout(x, y) = in(x, y) + nope\noutput out\n";
+    const error = await runtime.compile(source).then(
+      () => assert.fail("must not compile"),
+      (e) => e,
+    );
+    assert.ok(error instanceof ArgentCompileError, String(error));
+    assert.equal(error.phase, "parse");
+    const [first] = error.diagnostics;
+    assert.equal(first.severity, "error");
+    assert.equal(first.span.start.line, 2);
+    assert.equal(source.slice(first.span.start.utf16Offset, first.span.end.utf16Offset), "nope");
+    assert.match(error.rendered, /nope/);
+    assert.match(error.message, /^\w+ at 2:\d+: /);
+  });
+
+  test("check returns diagnostics without compiling", async () => {
+    assert.deepEqual((await runtime.check(SCALE)).diagnostics, []);
+    const { diagnostics } = await runtime.check("input u8 in(x, y\n");
+    assert.ok(diagnostics.length >= 1);
+  });
+});
+
+describe("run", () => {
+  test("computes on two threads, spreading parallel iterations", async () => {
+    const pipeline = await runtime.compile(SCALE);
+    const image = grayImage(301, 199);
+    const { outputs, timings, stats } = await pipeline.run({ inputs: { in: image }, params: { k: 7, gain: 0.5 } });
+    assert.deepEqual(Array.from(outputs.out.data), Array.from(expectedScale(image, 7, 0.5)));
+    assert.equal(stats.iterationsPerThread.length, 2);
+    assert.equal(stats.iterationsPerThread.reduce((a, b) => a + b, 0), 199);
+    assert.ok(timings.execute >= 0 && timings.total >= timings.execute);
+    pipeline.dispose();
+  });
+
+  test("an input smaller than needed is reported with the region needed and given", async () => {
+    const pipeline = await runtime.compile(SHIFT);
+    const error = await pipeline.run({ inputs: { in: grayImage(20, 10) } }).then(
+      () => assert.fail("must fail"),
+      (e) => e,
+    );
+    assert.ok(error instanceof ArgentRunError, String(error));
+    assert.equal(error.kind, "input-too-small");
+    assert.match(error.message, /input `in`/);
+    assert.match(error.message, /x from 1 to 20/);
+    assert.match(error.message, /x from 0 to 19/);
+    // A smaller output region fits.
+    const { outputs } = await pipeline.run({ inputs: { in: grayImage(20, 10) }, outputSize: { width: 19, height: 10 } });
+    assert.equal(outputs.out.width, 19);
+    pipeline.dispose();
+  });
+
+  test("a wrong channel count is reported", async () => {
+    const gray = await runtime.compile(SCALE);
+    const rgba = { data: new Uint8Array(8 * 8 * 4), width: 8, height: 8, channels: 4 };
+    await assert.rejects(gray.run({ inputs: { in: rgba } }), (e) => e.kind === "bad-input" && /1-channel/.test(e.message) && /4 channels/.test(e.message));
+    const color = await runtime.compile(COLOR);
+    // Asking for 3 output channels from a 1-channel photo needs channels it does not have.
+    const oneChannel = { data: new Uint8Array(8 * 8), width: 8, height: 8, channels: 1 };
+    await assert.rejects(
+      color.run({ inputs: { photo: oneChannel }, outputSize: { width: 8, height: 8, channels: 3 } }),
+      (e) => e.kind === "input-too-small" && /photo/.test(e.message) && /c from 0 to 2/.test(e.message),
+    );
+    gray.dispose();
+    color.dispose();
+  });
+
+  test("wrong parameter and input types are rejected before running", async () => {
+    const pipeline = await runtime.compile(SCALE);
+    const image = grayImage(8, 8);
+    const kinds = async (request) => pipeline.run(request).then(() => "ok", (e) => `${e.kind}: ${e.message}`);
+    assert.match(await kinds({ inputs: { in: image }, params: { gain: "2" } }), /^bad-param: param `gain` is f32: expected a finite number/);
+    assert.match(await kinds({ inputs: { in: image }, params: { k: 2.5 } }), /^bad-param: param `k` is u8: expected an integer/);
+    assert.match(await kinds({ inputs: { in: image }, params: { k: 300 } }), /^bad-param: .*does not fit/);
+    assert.match(await kinds({ inputs: { in: image }, params: { nope: 1 } }), /^bad-param: unknown param `nope`/);
+    assert.match(await kinds({ inputs: { in: { ...image, data: new Uint16Array(64) } } }), /^bad-input: input `in` is u8/);
+    assert.match(await kinds({ inputs: {} }), /^bad-input: missing input `in`/);
+    assert.match(await kinds({ inputs: { in: { ...image, width: 9 } } }), /^bad-input: .*needs 72/);
+    pipeline.dispose();
+  });
+
+  test("a parameter outside its declared range is rejected", async () => {
+    const pipeline = await runtime.compile(SCALE);
+    await assert.rejects(
+      pipeline.run({ inputs: { in: grayImage(8, 8) }, params: { gain: 9 } }),
+      (e) => e.kind === "param-out-of-range" && /gain/.test(e.message) && /9/.test(e.message),
+    );
+    pipeline.dispose();
+  });
+
+  test("concurrent runs of one pipeline are queued and each gets its own result", async () => {
+    const pipeline = await runtime.compile(SCALE);
+    const image = grayImage(64, 48);
+    const results = await Promise.all(
+      Array.from({ length: 12 }, (_, k) => pipeline.run({ inputs: { in: image }, params: { k } })),
+    );
+    results.forEach(({ outputs }, k) =>
+      assert.deepEqual(Array.from(outputs.out.data), Array.from(expectedScale(image, k, 1)), `run ${k}`),
+    );
+    pipeline.dispose();
+  });
+
+  test("thousands of runs do not leak memory", async () => {
+    const pipeline = await runtime.compile(SCALE);
+    const image = grayImage(32, 32);
+    for (let i = 0; i < 2000; i++) await pipeline.run({ inputs: { in: image } });
+    const { outputs } = await pipeline.run({ inputs: { in: image }, params: { k: 1 } });
+    assert.deepEqual(Array.from(outputs.out.data), Array.from(expectedScale(image, 1, 1)));
+    pipeline.dispose();
+  });
+
+  test("running after dispose is rejected", async () => {
+    const own = await createRuntime({ threads: 2 });
+    const pipeline = await own.compile(SCALE);
+    const image = grayImage(8, 8);
+    pipeline.dispose();
+    await assert.rejects(pipeline.run({ inputs: { in: image } }), (e) => e.kind === "disposed");
+    const other = await own.compile(SCALE);
+    own.dispose();
+    await assert.rejects(other.run({ inputs: { in: image } }), (e) => e.kind === "disposed");
+    await assert.rejects(own.compile(SCALE), (e) => e.kind === "disposed");
+  });
+
+  test("a worker that dies during a run fails the run, not the process", async () => {
+    const failing = new URL("./fixtures/dying-helper/", import.meta.url);
+    const own = await createRuntime({ threads: 2, workerBaseUrl: failing });
+    try {
+      const pipeline = await own.compile(SCALE);
+      await assert.rejects(
+        pipeline.run({ inputs: { in: grayImage(64, 64) } }),
+        (e) => e instanceof ArgentRunError && e.kind === "worker-failed" && /worker 1/.test(e.message),
+      );
+    } finally {
+      own.dispose();
+    }
+  });
+
+  test("a worker script that cannot load fails compile with a clear error", async () => {
+    const missing = new URL(`file://${fileURLToPath(new URL("./fixtures/missing/", import.meta.url))}`);
+    const own = await createRuntime({ threads: 2, workerBaseUrl: missing });
+    try {
+      await assert.rejects(own.compile(SCALE), /compiler worker failed|Cannot find module|ERR_MODULE_NOT_FOUND/);
+    } finally {
+      own.dispose();
+    }
+  });
+});

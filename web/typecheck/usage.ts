@@ -1,0 +1,45 @@
+// Compiled with `tsc --noEmit -p typecheck` against the generated
+// dist/index.d.ts: the public API as a consumer sees it.
+
+import {
+  ArgentCompileError,
+  ArgentRunError,
+  createRuntime,
+  drawToCanvas,
+  type Diagnostic,
+  type OutputImage,
+  type Pipeline,
+  type RunResult,
+} from "../dist/index.js";
+
+export async function demo(canvas: HTMLCanvasElement, photo: ImageData): Promise<number> {
+  const runtime = await createRuntime({ threads: 2 });
+  const mode: "threads" | "single" = runtime.mode;
+  let pipeline: Pipeline;
+  try {
+    pipeline = await runtime.compile("input u8 photo(x, y, c)\nout(x, y, c) = photo(x, y, c)\noutput out\n", { simd: true });
+  } catch (error) {
+    if (error instanceof ArgentCompileError) {
+      const first: Diagnostic | undefined = error.diagnostics[0];
+      return first ? first.span.start.line : -1;
+    }
+    throw error;
+  }
+  const names: string[] = pipeline.params.map((p) => `${p.name}: ${p.type} ${p.range?.[0] ?? ""}`);
+  const result: RunResult = await pipeline.run({
+    inputs: { photo },
+    params: { amount: 1.5 },
+    outputSize: { width: photo.width, height: photo.height },
+  });
+  const out: OutputImage = result.outputs.out;
+  drawToCanvas(out, canvas);
+  const tagged = await runtime.compile`input u8 in(x, y) ${names.length}`;
+  tagged.dispose();
+  try {
+    await pipeline.run({ inputs: { photo: { data: new Float32Array(4), width: 1, height: 1, channels: 4 } } });
+  } catch (error) {
+    if (error instanceof ArgentRunError && error.kind === "bad-input") return 0;
+  }
+  runtime.dispose();
+  return mode === "threads" ? result.timings.execute + pipeline.timings.engineCompile : out.width;
+}
