@@ -1,0 +1,648 @@
+// The benchmark harness behind `cargo xtask bench`: every implementation is
+// measured side by side in one Node process, medians of repeated runs after
+// warm-up, and printed as one table (plus JSON and Markdown in --out).
+//
+// Usage: node run.mjs --build DIR [--quick] [--out DIR] [--only SUBSTRING]
+// DIR holds roofline.wasm (written by xtask) and the Halide modules
+// (halide_*.wasm, linked by xtask from bench/halide/gen.py's objects).
+
+import { readFileSync, existsSync, writeFileSync, mkdirSync, readdirSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { availableParallelism } from "node:os";
+import { createRequire } from "node:module";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const repo = resolve(here, "..");
+const require = createRequire(import.meta.url);
+/** The installed version of a bench dependency (some packages do not export package.json). */
+const versionOf = (name) => JSON.parse(readFileSync(join(here, "node_modules", name, "package.json"), "utf8")).version;
+
+const args = process.argv.slice(2);
+const flag = (name) => args.includes(name);
+const option = (name, fallback) => {
+  const at = args.indexOf(name);
+  return at >= 0 && at + 1 < args.length ? args[at + 1] : fallback;
+};
+const quick = flag("--quick");
+const buildDir = resolve(option("--build", join(here, "build")));
+const outDir = option("--out", null);
+const only = option("--only", null);
+const cores = availableParallelism();
+
+// Repetitions: enough for a stable median on a noisy 2-core machine, few
+// enough that the whole run stays within its time budget.
+const REPS = quick ? { runs: 5, warmup: 1, seconds: 2 } : { runs: 15, warmup: 3, seconds: 8 };
+
+const W = 3072;
+const H = 2048;
+const results = [];
+const problems = [];
+
+/** Times `fn` (sync or async): warm-up runs, then up to `runs` runs or `seconds`. */
+async function measure(fn, { runs = REPS.runs, warmup = REPS.warmup, seconds = REPS.seconds, minRuns = 3 } = {}) {
+  for (let i = 0; i < warmup; i++) await fn();
+  const times = [];
+  const start = performance.now();
+  while (times.length < runs && (times.length < minRuns || performance.now() - start < seconds * 1000)) {
+    const t0 = performance.now();
+    await fn();
+    times.push(performance.now() - t0);
+  }
+  times.sort((a, b) => a - b);
+  const mid = times.length >> 1;
+  const median = times.length % 2 ? times[mid] : (times[mid - 1] + times[mid]) / 2;
+  return { median, min: times[0], runs: times.length };
+}
+
+function record(row) {
+  results.push(row);
+  const ms = row.median == null ? "-" : row.median.toFixed(2);
+  console.error(`  ${row.workload} | ${row.impl} | ${row.threads ?? "-"}t | ${ms} ms ${row.note ?? ""}`);
+}
+
+async function section(name, body) {
+  if (only && !name.includes(only)) return;
+  console.error(`[${name}]`);
+  try {
+    await body();
+  } catch (error) {
+    problems.push(`${name}: ${error.stack ?? error}`);
+    console.error(`  ${name} failed: ${error.stack ?? error}`);
+  }
+}
+
+// ---------------------------------------------------------------- images
+
+/** A deterministic xorshift generator, so every run sees the same pixels. */
+function rng(seed) {
+  let s = seed >>> 0 || 1;
+  return () => {
+    s ^= s << 13;
+    s >>>= 0;
+    s ^= s >>> 17;
+    s ^= s << 5;
+    s >>>= 0;
+    return s;
+  };
+}
+
+/** A photo-like test image: smooth gradients plus noise, `bits` significant bits. */
+function makeImage(ArrayType, width, height, channels, bits, seed = 7) {
+  const next = rng(seed);
+  const data = new ArrayType(width * height * channels);
+  const max = 2 ** bits - 1;
+  let i = 0;
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) {
+      for (let c = 0; c < channels; c++) {
+        const smooth = (0.5 + 0.25 * Math.sin(x / 97 + c) + 0.2 * Math.cos(y / 61 - c)) * max;
+        const noise = ((next() & 1023) / 1023 - 0.5) * 0.1 * max;
+        data[i++] = Math.max(0, Math.min(max, Math.round(smooth + noise)));
+      }
+    }
+  }
+  return data;
+}
+
+// ------------------------------------------------------ JavaScript references
+
+/** examples/box_blur.ag in plain JavaScript: u16 sums wrap, /3 twice, repeat edge. */
+function jsBlur(input, width, height, output, tmp = new Uint16Array(width * height)) {
+  for (let y = 0; y < height; y++) {
+    const row = y * width;
+    for (let x = 0; x < width; x++) {
+      const l = x > 0 ? x - 1 : 0;
+      const r = x < width - 1 ? x + 1 : width - 1;
+      tmp[row + x] = ((input[row + l] + input[row + x] + input[row + r]) & 0xffff) / 3;
+    }
+  }
+  for (let y = 0; y < height; y++) {
+    const up = (y > 0 ? y - 1 : 0) * width;
+    const row = y * width;
+    const down = (y < height - 1 ? y + 1 : height - 1) * width;
+    for (let x = 0; x < width; x++) {
+      output[row + x] = ((tmp[up + x] + tmp[row + x] + tmp[down + x]) & 0xffff) / 3;
+    }
+  }
+  return output;
+}
+
+/** examples/unsharp_mask.ag on interleaved RGB u8, in f32 arithmetic. */
+function jsUnsharp(input, width, height, amount, output) {
+  const f = Math.fround;
+  const C = 3;
+  const at = (x, y, c) => input[(Math.min(Math.max(y, 0), height - 1) * width + Math.min(Math.max(x, 0), width - 1)) * C + c];
+  const bx = (x, y, c) => f(f(f(at(x - 1, y, c) + f(2 * at(x, y, c))) + at(x + 1, y, c)) / 4);
+  const a = f(amount);
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) {
+      for (let c = 0; c < C; c++) {
+        const blur = f(f(f(bx(x, y - 1, c) + f(2 * bx(x, y, c))) + bx(x, y + 1, c)) / 4);
+        const v = at(x, y, c);
+        const sharp = c === 3 ? v : f(v + f(a * f(v - blur)));
+        const s = f(sharp + 0.5);
+        output[(y * width + x) * C + c] = s <= 0 ? 0 : s >= 255 ? 255 : Math.trunc(s);
+      }
+    }
+  }
+  return output;
+}
+
+// ------------------------------------------------------------ Wasm helpers
+
+/**
+ * Loads a Halide AOT module (wasm-32-wasmrt) with the C library functions
+ * its runtime imports, a bump allocator for `malloc`, and helpers to lay out
+ * `halide_buffer_t` descriptors in its memory.
+ */
+async function loadHalide(path) {
+  const bytes = readFileSync(path);
+  const module = await WebAssembly.compile(bytes);
+  const memory = new WebAssembly.Memory({ initial: 256, maximum: 65536 });
+  const u8 = () => new Uint8Array(memory.buffer);
+  let heapStart = 0;
+  let top = 0;
+  const live = new Map();
+  const freeBySize = new Map();
+  const ensure = (end) => {
+    const have = memory.buffer.byteLength;
+    if (end > have) memory.grow(Math.ceil((end - have) / 65536));
+  };
+  // Halide frees everything it allocates before a pipeline returns, so a
+  // bump pointer that resets when nothing is live (plus reuse of freed
+  // blocks of the same size within a run) never leaks across runs.
+  const malloc = (size) => {
+    size = (size + 63) & ~63;
+    const reuse = freeBySize.get(size);
+    let ptr;
+    if (reuse && reuse.length) ptr = reuse.pop();
+    else {
+      ptr = top;
+      top += size;
+      ensure(top);
+    }
+    live.set(ptr, size);
+    return ptr;
+  };
+  const free = (ptr) => {
+    if (!ptr) return;
+    const size = live.get(ptr);
+    live.delete(ptr);
+    if (live.size === 0) {
+      top = heapStart;
+      freeBySize.clear();
+    } else {
+      if (!freeBySize.has(size)) freeBySize.set(size, []);
+      freeBySize.get(size).push(ptr);
+    }
+  };
+  const cstring = (ptr) => {
+    const m = u8();
+    let end = ptr;
+    while (m[end]) end++;
+    return Buffer.from(m.subarray(ptr, end)).toString();
+  };
+  const env = {
+    memory,
+    malloc,
+    free,
+    strlen: (p) => {
+      const m = u8();
+      let e = p;
+      while (m[e]) e++;
+      return e - p;
+    },
+    abort: () => {
+      throw new Error("halide: abort()");
+    },
+    write: (fd, ptr, len) => {
+      process.stderr.write(Buffer.from(u8().subarray(ptr, ptr + len)));
+      return len;
+    },
+    getenv: () => 0,
+    memcpy: (d, s, n) => {
+      u8().copyWithin(d, s, s + n);
+      return d;
+    },
+    memset: (d, v, n) => {
+      u8().fill(v, d, d + n);
+      return d;
+    },
+    fclose: () => 0,
+    strcmp: (a, b) => {
+      const x = cstring(a);
+      const y = cstring(b);
+      return x < y ? -1 : x > y ? 1 : 0;
+    },
+    strstr: (h, n) => {
+      const at = cstring(h).indexOf(cstring(n));
+      return at < 0 ? 0 : h + at;
+    },
+    __cxa_atexit: () => 0,
+  };
+  const imports = { env: {} };
+  for (const { module: m, name } of WebAssembly.Module.imports(module)) {
+    if (m !== "env") throw new Error(`${path}: unexpected import ${m}.${name}`);
+    if (!(name in env)) {
+      imports.env[name] = () => {
+        throw new Error(`halide runtime called ${name}, which the harness does not provide`);
+      };
+    } else imports.env[name] = env[name];
+  }
+  const instance = await WebAssembly.instantiate(module, imports);
+  heapStart = (instance.exports.__heap_base.value + 63) & ~63;
+  top = heapStart;
+  ensure(top);
+
+  /** Allocates a buffer and its halide_buffer_t (wasm32 layout, 40 bytes). */
+  const buffer = (typeCode, bits, dims) => {
+    const count = dims.reduce((n, d) => n + (d.extent - 1) * d.stride, 1);
+    const host = malloc(count * (bits / 8));
+    const dimPtr = malloc(16 * dims.length);
+    const desc = malloc(40);
+    const view = new DataView(memory.buffer);
+    for (let i = 0; i < 40; i++) view.setUint8(desc + i, 0);
+    view.setUint32(desc + 12, host, true); // host
+    view.setUint8(desc + 24, typeCode); // type.code: 0 int, 1 uint, 2 float
+    view.setUint8(desc + 25, bits); // type.bits
+    view.setUint16(desc + 26, 1, true); // type.lanes
+    view.setInt32(desc + 28, dims.length, true);
+    view.setUint32(desc + 32, dimPtr, true);
+    dims.forEach((d, i) => {
+      view.setInt32(dimPtr + 16 * i, d.min, true);
+      view.setInt32(dimPtr + 16 * i + 4, d.extent, true);
+      view.setInt32(dimPtr + 16 * i + 8, d.stride, true);
+      view.setUint32(dimPtr + 16 * i + 12, 0, true);
+    });
+    return { desc, host, bytes: count * (bits / 8) };
+  };
+  /** Marks the current allocations as permanent (the images), so resets keep them. */
+  const pin = () => {
+    heapStart = top;
+    live.clear();
+    freeBySize.clear();
+  };
+  return { module, instance, memory, buffer, pin, exports: instance.exports, bytes: bytes.length };
+}
+
+function check(status, what) {
+  if (status !== 0) throw new Error(`${what} returned error ${status}`);
+}
+
+function compareArrays(a, b) {
+  let mismatches = 0;
+  let maxDiff = 0;
+  for (let i = 0; i < a.length; i++) {
+    if (a[i] !== b[i]) {
+      mismatches++;
+      maxDiff = Math.max(maxDiff, Math.abs(a[i] - b[i]));
+    }
+  }
+  return { mismatches, maxDiff };
+}
+
+// ============================================================= the sections
+
+const blurInput = makeImage(Uint16Array, W, H, 1, 12);
+const blurReference = jsBlur(blurInput, W, H, new Uint16Array(W * H));
+const mp = (w, h) => (w * h) / 1e6;
+
+await section("roofline", async () => {
+  const path = join(buildDir, "roofline.wasm");
+  const bytes = readFileSync(path);
+  const memory = new WebAssembly.Memory({ initial: Math.ceil((2 * W * H * 2 + 65536) / 65536) });
+  const { instance } = await WebAssembly.instantiate(bytes, { env: { memory } });
+  const n = W * H * 2;
+  new Uint16Array(memory.buffer, 0, W * H).set(blurInput);
+  const t = await measure(() => instance.exports.copy(0, n, n));
+  const same = compareArrays(new Uint16Array(memory.buffer, n, W * H), blurInput);
+  if (same.mismatches) throw new Error("the roofline copy is wrong");
+  record({ workload: "blur 3072x2048 u16", impl: "stream copy (v128.load/store), roofline", threads: 1, layout: "gray u16", ...t, mpix: mp(W, H) });
+  // The same copy over 8 times the bytes, which do not fit in the last-level
+  // cache: what the copy costs when the image comes from DRAM.
+  const big = 8 * n;
+  memory.grow(Math.ceil((2 * big + 65536 - memory.buffer.byteLength) / 65536));
+  const tb = await measure(() => instance.exports.copy(0, big, big), { runs: quick ? 3 : 7 });
+  record({ workload: "blur 3072x2048 u16", impl: "stream copy of 8x the bytes (DRAM-bound), per image", threads: 1, layout: "gray u16", median: tb.median / 8, min: tb.min / 8, runs: tb.runs, mpix: mp(W, H) });
+});
+
+await section("js", async () => {
+  const out = new Uint16Array(W * H);
+  const tmp = new Uint16Array(W * H);
+  const t = await measure(() => jsBlur(blurInput, W, H, out, tmp), { runs: quick ? 5 : 9 });
+  record({ workload: "blur 3072x2048 u16", impl: "plain JavaScript", threads: 1, layout: "gray u16", ...t, mpix: mp(W, H) });
+});
+
+for (const schedule of ["paper", "strip"]) {
+  await section(`halide blur ${schedule}`, async () => {
+    const h = await loadHalide(join(buildDir, `halide_blur_${schedule}.wasm`));
+    const input = h.buffer(1, 16, [
+      { min: 0, extent: W, stride: 1 },
+      { min: 0, extent: H, stride: W },
+    ]);
+    const output = h.buffer(1, 16, [
+      { min: 0, extent: W, stride: 1 },
+      { min: 0, extent: H, stride: W },
+    ]);
+    h.pin();
+    new Uint16Array(h.memory.buffer, input.host, W * H).set(blurInput);
+    const fn = h.exports[`halide_blur_${schedule}`];
+    check(fn(input.desc, output.desc), "halide blur");
+    const diff = compareArrays(new Uint16Array(h.memory.buffer, output.host, W * H), blurReference);
+    if (diff.mismatches) throw new Error(`Halide's blur differs from the JS reference at ${diff.mismatches} pixels`);
+    const t = await measure(() => fn(input.desc, output.desc));
+    const label = schedule === "paper" ? "Halide 21 wasm-simd128, paper schedule (= box_blur.ag)" : "Halide 21 wasm-simd128, strip schedule";
+    record({ workload: "blur 3072x2048 u16", impl: label, threads: 1, layout: "gray u16", ...t, mpix: mp(W, H), note: "bit-exact vs JS", sameScheduleAs: schedule === "paper" ? "box_blur" : undefined });
+  });
+}
+
+await section("halide unsharp", async () => {
+  const h = await loadHalide(join(buildDir, "halide_unsharp.wasm"));
+  const C = 3;
+  const dims = [
+    { min: 0, extent: W, stride: C },
+    { min: 0, extent: H, stride: W * C },
+    { min: 0, extent: C, stride: 1 },
+  ];
+  const input = h.buffer(1, 8, dims);
+  const output = h.buffer(1, 8, dims);
+  h.pin();
+  const photo = makeImage(Uint8Array, W, H, C, 8, 11);
+  new Uint8Array(h.memory.buffer, input.host, W * H * C).set(photo);
+  const fn = h.exports.halide_unsharp;
+  const amount = 1.5;
+  check(fn(input.desc, amount, output.desc), "halide unsharp");
+  const reference = jsUnsharp(photo, W, H, amount, new Uint8Array(W * H * C));
+  const diff = compareArrays(new Uint8Array(h.memory.buffer, output.host, W * H * C), reference);
+  const t = await measure(() => fn(input.desc, amount, output.desc));
+  const note = diff.mismatches ? `differs from JS f32 reference at ${diff.mismatches} samples (max ${diff.maxDiff})` : "bit-exact vs JS";
+  record({ workload: "unsharp 3072x2048 RGB u8 (f32 math)", impl: "Halide 21 wasm-simd128, unsharp_mask.ag schedule", threads: 1, layout: "interleaved RGB u8", ...t, mpix: mp(W, H), note, sameScheduleAs: "unsharp_mask" });
+});
+
+await section("halide local laplacian", async () => {
+  const h = await loadHalide(join(buildDir, "halide_local_laplacian.wasm"));
+  const w = 1536;
+  const hh = 1024;
+  const dims = [
+    { min: 0, extent: w, stride: 1 },
+    { min: 0, extent: hh, stride: w },
+    { min: 0, extent: 3, stride: w * hh },
+  ];
+  const input = h.buffer(1, 16, dims);
+  const output = h.buffer(1, 16, dims);
+  h.pin();
+  new Uint16Array(h.memory.buffer, input.host, w * hh * 3).set(makeImage(Uint16Array, w, hh, 3, 16, 5));
+  const fn = h.exports.halide_local_laplacian;
+  check(fn(input.desc, 8, 1.0, 1.0, output.desc), "halide local laplacian");
+  const t = await measure(() => fn(input.desc, 8, 1.0, 1.0, output.desc), { runs: quick ? 3 : 9 });
+  record({ workload: "local laplacian 1536x1024 RGB u16 (8 levels)", impl: "Halide 21 wasm-simd128, local_laplacian.ag schedule", threads: 1, layout: "planar RGB u16", ...t, mpix: mp(w, hh), sameScheduleAs: "local_laplacian" });
+});
+
+await section("opencv", async () => {
+  // The Emscripten module is a thenable that resolves to itself (awaiting
+  // it never settles), so wait for its classes to appear instead.
+  const cv = require("@techstark/opencv-js");
+  for (let waited = 0; !cv.Mat; waited += 10) {
+    if (waited > 30000) throw new Error("OpenCV.js did not initialise in 30 s");
+    await new Promise((done) => setTimeout(done, 10));
+  }
+  const version = versionOf("@techstark/opencv-js");
+  const src = new cv.Mat(H, W, cv.CV_16UC1);
+  src.data16U.set(blurInput);
+  const dst = new cv.Mat();
+  const anchor = new cv.Point(-1, -1);
+  const t1 = await measure(() => cv.blur(src, dst, new cv.Size(3, 3), anchor, cv.BORDER_REPLICATE));
+  record({ workload: "blur 3072x2048 u16", impl: `OpenCV.js ${version} cv.blur 3x3`, threads: 1, layout: "gray u16", ...t1, mpix: mp(W, H), note: "normalized box (rounds), not /3/3" });
+  const t2 = await measure(() => cv.GaussianBlur(src, dst, new cv.Size(5, 5), 0, 0, cv.BORDER_REPLICATE));
+  record({ workload: "gaussian 5x5 3072x2048 u16", impl: `OpenCV.js ${version} cv.GaussianBlur 5x5`, threads: 1, layout: "gray u16", ...t2, mpix: mp(W, H) });
+  src.delete();
+  dst.delete();
+});
+
+await section("vips", async () => {
+  const Vips = (await import("wasm-vips")).default;
+  const vips = await Vips();
+  const version = versionOf("wasm-vips");
+  const defaultThreads = vips.concurrency();
+  const image = vips.Image.newFromMemory(blurInput, W, H, 1, vips.BandFormat.ushort);
+  const box = vips.Image.newFromArray([[1, 1, 1], [1, 1, 1], [1, 1, 1]], 9, 0);
+  const gauss = vips.Image.newFromArray([1, 4, 6, 4, 1], 16, 0);
+  // writeToMemory forces the lazy pipeline to run; integer masks keep u16.
+  // libvips runs on its own thread pool: measured with its default size
+  // (what users get) and on one thread (next to the 1-thread baselines).
+  for (const threads of [...new Set([defaultThreads, 1])]) {
+    vips.concurrency(threads);
+    const t1 = await measure(() => image.conv(box, { precision: vips.Precision.integer }).writeToMemory());
+    record({ workload: "blur 3072x2048 u16", impl: `wasm-vips ${version} conv 3x3 box`, threads, layout: "gray u16", ...t1, mpix: mp(W, H) });
+    const t2 = await measure(() => image.convsep(gauss, { precision: vips.Precision.integer }).writeToMemory());
+    record({ workload: "gaussian 5x5 3072x2048 u16", impl: `wasm-vips ${version} convsep [1 4 6 4 1]/16`, threads, layout: "gray u16", ...t2, mpix: mp(W, H) });
+  }
+  globalThis.__vips = vips;
+});
+
+await section("photon", async () => {
+  const photon = require("@silvia-odwyer/photon-node");
+  const version = versionOf("@silvia-odwyer/photon-node");
+  const rgba = makeImage(Uint8Array, W, H, 4, 8, 3);
+  // photon's filters work in place on a PhotonImage, so each run starts from
+  // a fresh copy; the copy is timed separately and subtracted.
+  const copy = await measure(() => new photon.PhotonImage(rgba, W, H).free());
+  const t1 = await measure(() => {
+    const img = new photon.PhotonImage(rgba, W, H);
+    photon.box_blur(img);
+    img.free();
+  }, { runs: quick ? 3 : 9 });
+  const sub = (t) => ({ ...t, median: t.median - copy.median, min: t.min - copy.min });
+  record({ workload: "blur 3072x2048 RGBA u8", impl: `photon-node ${version} box_blur (3x3)`, threads: 1, layout: "RGBA u8", ...sub(t1), mpix: mp(W, H), note: `image copy-in (${copy.median.toFixed(1)} ms) subtracted` });
+  const t2 = await measure(() => {
+    const img = new photon.PhotonImage(rgba, W, H);
+    photon.gaussian_blur(img, 2);
+    img.free();
+  }, { runs: quick ? 3 : 9 });
+  record({ workload: "gaussian 5x5 3072x2048 RGBA u8", impl: `photon-node ${version} gaussian_blur(radius 2)`, threads: 1, layout: "RGBA u8", ...sub(t2), mpix: mp(W, H), note: "copy-in subtracted" });
+});
+
+// ================================================================= Argent
+
+const webDist = join(repo, "web", "dist", "index.js");
+const webPkg = join(repo, "web", "pkg");
+const argentBuilt = existsSync(webDist) && existsSync(webPkg);
+
+/** Makes an input image for a pipeline input description. */
+function inputFor(description, width, height) {
+  const types = { u8: [Uint8Array, 8], bool: [Uint8Array, 1], u16: [Uint16Array, 12], u32: [Uint32Array, 16], i8: [Int8Array, 6], i16: [Int16Array, 12], i32: [Int32Array, 16], f32: [Float32Array, 0] };
+  const [ArrayType, bits] = types[description.type];
+  const channels = description.dims.length >= 3 ? 3 : 1;
+  let data;
+  if (ArrayType === Float32Array) {
+    data = new Float32Array(makeImage(Uint16Array, width, height, channels, 16).map((v) => v / 65535));
+  } else data = makeImage(ArrayType, width, height, channels, bits);
+  return { data, width, height, channels };
+}
+
+/** Rejects when `promise` takes longer than `ms`, so one slow example cannot stall the run. */
+function deadline(promise, ms, what) {
+  let timer;
+  const late = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(Object.assign(new Error(`${what}: over the ${(ms / 1000).toFixed(0)} s budget`), { timedOut: true })), ms);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+const EXAMPLE_BUDGET_MS = quick ? 12000 : 30000;
+
+let peakRss = 0;
+const sampleRss = () => {
+  peakRss = Math.max(peakRss, process.memoryUsage().rss);
+};
+
+if (!argentBuilt) {
+  record({ workload: "blur 3072x2048 u16", impl: "argent: not built (run scripts/build-web.sh)", threads: null, layout: "gray u16", median: null, min: null });
+} else {
+  await section("argent", async () => {
+    const argent = await import(pathToFileURL(webDist).href);
+    const examples = readdirSync(join(repo, "examples")).filter((f) => f.endsWith(".ag")).sort();
+    const threadCounts = [...new Set([1, cores])];
+    for (const threads of threadCounts) {
+      let runtime = await argent.createRuntime({ threads });
+      try {
+        for (const file of examples) {
+          const name = file.replace(/\.ag$/, "");
+          const source = readFileSync(join(repo, "examples", file), "utf8");
+          // The paper's size for the blur (next to the baselines above);
+          // half of it per side for the rest, so the full run stays short.
+          const big = name === "box_blur" || name === "unsharp_mask";
+          const [w, h] = big ? [W, H] : name === "local_laplacian" ? [1536, 1024] : quick ? [768, 512] : [1536, 1024];
+          const started = performance.now();
+          const left = () => Math.max(1, EXAMPLE_BUDGET_MS - (performance.now() - started));
+          try {
+            const compileTimes = [];
+            let pipeline;
+            for (let i = 0; i < (quick ? 2 : 5); i++) {
+              pipeline?.dispose();
+              pipeline = await deadline(runtime.compile(source), left(), `compiling ${name}`);
+              compileTimes.push(pipeline.timings);
+            }
+            const med = (key) => {
+              const v = compileTimes.map((t) => t[key]).sort((a, b) => a - b);
+              return v[v.length >> 1];
+            };
+            const inputs = {};
+            for (const d of pipeline.inputs) inputs[d.name] = inputFor(d, w, h);
+            const request = { inputs };
+            // Pipelines that read a larger region than they write (a
+            // downsampler, a filter without a boundary condition) get an
+            // output small enough for the input.
+            try {
+              await deadline(pipeline.run(request), left(), `running ${name}`);
+            } catch (error) {
+              if (error.kind !== "input-too-small") throw error;
+              request.outputSize = { width: (w >> 1) - 8, height: (h >> 1) - 8 };
+              await deadline(pipeline.run(request), left(), `running ${name}`);
+            }
+            let execute = [];
+            // The first run above was the warm-up; time what is left of the budget.
+            const t = await measure(async () => {
+              const result = await deadline(pipeline.run(request), left(), `running ${name}`);
+              execute.push(result.timings.execute);
+              sampleRss();
+            }, { runs: quick ? 3 : 9, warmup: 0, minRuns: 1, seconds: Math.min(quick ? 2 : 6, left() / 2000) });
+            execute.sort((a, b) => a - b);
+            const memBytes = pipeline.memory?.buffer?.byteLength ?? null;
+            record({
+              workload: { box_blur: "blur 3072x2048 u16", unsharp_mask: "unsharp 3072x2048 RGB u8 (f32 math)", local_laplacian: "local laplacian 1536x1024 RGB u16 (8 levels)" }[name] ?? `${name} ${w}x${h}${request.outputSize ? ` -> ${request.outputSize.width}x${request.outputSize.height}` : ""}`,
+              impl: `Argent (${pipeline.simd ? "simd128" : "scalar"}, ${runtime.mode})`,
+              threads: runtime.threads,
+              layout: pipeline.inputs.map((d) => `${d.name}:${d.type}(${d.dims.join(",")})`).join(" "),
+              ...t,
+              execute: execute[execute.length >> 1],
+              // Megapixels of output computed.
+              mpix: request.outputSize ? mp(request.outputSize.width, request.outputSize.height) : mp(w, h),
+              argent: true,
+              example: name,
+              compile: { toBytes: med("toBytes"), parse: med("parse"), lower: med("lower"), codegen: med("codegen"), engineCompile: med("engineCompile"), total: med("total") },
+              wasmBytes: pipeline.wasm?.length ?? null,
+              memoryBytes: memBytes,
+              note: `compile ${med("toBytes").toFixed(1)} ms to bytes + ${med("engineCompile").toFixed(1)} ms engine`,
+            });
+            pipeline.dispose();
+          } catch (error) {
+            if (error.timedOut) {
+              // The runtime is still busy with the slow run: start afresh.
+              runtime.dispose();
+              runtime = await argent.createRuntime({ threads });
+            }
+            problems.push(`argent ${name} (${threads} threads): ${error.message ?? error}`);
+            sampleRss();
+            record({ workload: `${name}`, impl: `Argent: failed (${String(error.message ?? error).split("\n")[0].slice(0, 80)})`, threads, median: null, min: null });
+          }
+        }
+      } finally {
+        runtime.dispose();
+      }
+    }
+  });
+}
+
+// ================================================================= report
+
+const roofline = results.find((r) => r.impl.startsWith("stream copy"))?.median ?? null;
+const halideStrip = results.find((r) => r.impl.includes("strip schedule"))?.median ?? null;
+
+const sameSchedule = Object.fromEntries(results.filter((r) => r.sameScheduleAs && r.median != null).map((r) => [r.sameScheduleAs, r.median]));
+
+function table() {
+  // Ratios use the kernel time: for Argent the runtime's `execute` timing
+  // (the generated code on all threads), which excludes copying images in
+  // and out of the module's memory, as the Halide and roofline calls do.
+  const header = ["workload", "implementation", "threads", "layout", "median ms", "min ms", "Argent execute ms", "MP/s", "x roofline", "x Halide strip", "x Halide same schedule"];
+  const rows = results.map((r) => {
+    const blur = r.workload.startsWith("blur 3072x2048");
+    const kernel = r.execute ?? r.median;
+    return [
+      r.workload,
+      r.impl + (r.note ? ` (${r.note})` : ""),
+      r.threads == null ? "-" : String(r.threads),
+      r.layout ?? "-",
+      r.median == null ? "-" : r.median.toFixed(2),
+      r.min == null ? "-" : r.min.toFixed(2),
+      r.execute == null ? "" : r.execute.toFixed(2),
+      kernel == null || !r.mpix ? "-" : (r.mpix / (kernel / 1000)).toFixed(0),
+      blur && roofline && kernel != null ? (kernel / roofline).toFixed(2) : "",
+      blur && halideStrip && kernel != null ? (kernel / halideStrip).toFixed(2) : "",
+      r.argent && sameSchedule[r.example] && kernel != null ? (kernel / sameSchedule[r.example]).toFixed(2) : "",
+    ];
+  });
+  return { header, rows };
+}
+
+const { header, rows } = table();
+const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+const line = (cells) => cells.map((c, i) => c.padEnd(widths[i])).join("  ");
+console.log(line(header));
+console.log(widths.map((w) => "-".repeat(w)).join("  "));
+for (const r of rows) console.log(line(r));
+
+const argentRows = results.filter((r) => r.argent);
+if (argentRows.length) {
+  console.log("\nArgent compile (medians, ms) and memory:");
+  for (const r of argentRows) {
+    console.log(`  ${r.example.padEnd(26)} ${r.threads}t  parse ${r.compile.parse?.toFixed(2)}  lower ${r.compile.lower?.toFixed(2)}  codegen ${r.compile.codegen?.toFixed(2)}  toBytes ${r.compile.toBytes?.toFixed(2)}  engine ${r.compile.engineCompile?.toFixed(2)}  module ${r.wasmBytes} B  memory ${r.memoryBytes == null ? "?" : (r.memoryBytes / 2 ** 20).toFixed(1) + " MiB"}`);
+  }
+}
+sampleRss();
+console.log(`\npeak RSS of the Node process: ${(peakRss / 2 ** 20).toFixed(0)} MiB; cores: ${cores}; node ${process.version}; ${quick ? "quick" : "full"} run`);
+if (problems.length) {
+  console.log("\nproblems:");
+  for (const p of problems) console.log("  " + p.split("\n")[0]);
+}
+
+if (outDir) {
+  mkdirSync(outDir, { recursive: true });
+  writeFileSync(join(outDir, "results.json"), JSON.stringify({ node: process.version, cores, quick, results, problems }, null, 2));
+  const md = [`| ${header.join(" | ")} |`, `|${header.map(() => "---").join("|")}|`, ...rows.map((r) => `| ${r.join(" | ")} |`)].join("\n");
+  writeFileSync(join(outDir, "results.md"), md + "\n");
+}
+// Argent's own failures are results (rows above); only a baseline that
+// could not run makes the harness fail.
+process.exit(problems.some((p) => !p.startsWith("argent")) ? 1 : 0);
