@@ -540,6 +540,27 @@ pub fn bounds_of_expr(e: &Expr, scope: &mut Scope) -> Interval {
                 },
             }
         }
+        // `max(a, -a)` is `|a|` (mirror boundary conditions are written so).
+        // Bounding the two operands separately forgets that they are the
+        // same value and gives a lower bound of about `-max(|a|)`; a
+        // mirrored coordinate `e - |a|` then seems to reach twice past the
+        // edge, and the input looks too small.
+        ExprKind::Binary {
+            op: op @ (BinOp::Max | BinOp::Min),
+            a,
+            b,
+        } if ty.is_int() && is_negation_of(a, b) => {
+            let magnitude = abs_bounds(&bounds_of_expr(a, scope));
+            if *op == BinOp::Max {
+                magnitude
+            } else {
+                // `min(a, -a)` is `-|a|`.
+                Interval {
+                    min: magnitude.max.map(|m| simplify(&Expr::sub(Expr::i32(0), m))),
+                    max: magnitude.min.map(|m| simplify(&Expr::sub(Expr::i32(0), m))),
+                }
+            }
+        }
         ExprKind::Binary { op, a, b } if ty.is_integer() => {
             let (ia, ib) = (bounds_of_expr(a, scope), bounds_of_expr(b, scope));
             binary_bounds(*op, &ia, &ib, b)
@@ -609,6 +630,12 @@ pub fn bounds_of_expr(e: &Expr, scope: &mut Scope) -> Interval {
             }
         }
         ExprKind::Call {
+            target: CallTarget::Intrinsic(Intrinsic::Abs),
+            args,
+        } if ty.is_integer() && args[0].ty().is_integer() => {
+            abs_bounds(&bounds_of_expr(&args[0], scope))
+        }
+        ExprKind::Call {
             target: CallTarget::Intrinsic(Intrinsic::Likely),
             args,
         } => bounds_of_expr(&args[0], scope),
@@ -636,6 +663,44 @@ pub fn bounds_of_expr(e: &Expr, scope: &mut Scope) -> Interval {
     Interval {
         min: result.min.or(type_range.min),
         max: result.max.or(type_range.max),
+    }
+}
+
+/// Whether `b` is `-a` or `a` is `-b`, written as a negation or as a
+/// subtraction from zero.
+fn is_negation_of(a: &Expr, b: &Expr) -> bool {
+    let negated = |n: &Expr| -> Option<Expr> {
+        match n.kind() {
+            ExprKind::Unary {
+                op: UnaryOp::Neg,
+                value,
+            } => Some(value.clone()),
+            ExprKind::Binary {
+                op: BinOp::Sub,
+                a: zero,
+                b: value,
+            } if zero.as_int() == Some(0) => Some(value.clone()),
+            _ => None,
+        }
+    };
+    negated(b).is_some_and(|x| &x == a) || negated(a).is_some_and(|x| &x == b)
+}
+
+/// Bounds of `|a|` for `a` in `i`. The lower bound is the largest of the
+/// three facts `|a| >= a`, `|a| >= -a` and `|a| >= 0` that are known, which
+/// is exact (0 when `i` straddles zero); the upper bound needs both ends.
+fn abs_bounds(i: &Interval) -> Interval {
+    let negate = |x: &Expr| Expr::sub(Expr::i32(0), x.clone());
+    let mut min = Expr::i32(0);
+    if let Some(lo) = &i.min {
+        min = Expr::max(lo.clone(), min);
+    }
+    if let Some(hi) = &i.max {
+        min = Expr::max(negate(hi), min);
+    }
+    Interval {
+        min: Some(simplify(&min)),
+        max: map2(&i.min, &i.max, |lo, hi| Expr::max(negate(&lo), hi)),
     }
 }
 
@@ -954,4 +1019,36 @@ pub fn node_count_below(e: &Expr, limit: usize) -> bool {
     }
     let mut budget = limit;
     count(e, &mut budget)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Bounds of `e` with `x` in `[lo, hi]`, as constants.
+    fn const_bounds(e: &Expr, lo: i64, hi: i64) -> (Option<i64>, Option<i64>) {
+        let mut scope = Scope::default();
+        scope.push("x", Interval::new(Expr::i32(lo), Expr::i32(hi)));
+        let i = bounds_of_expr(e, &mut scope);
+        (
+            i.min.and_then(|m| m.as_int()),
+            i.max.and_then(|m| m.as_int()),
+        )
+    }
+
+    #[test]
+    fn magnitude_idioms_keep_both_operands_the_same_value() {
+        let x = Expr::var_i32("x");
+        let neg = Expr::sub(Expr::i32(0), x.clone());
+        let abs = Expr::max(x.clone(), neg.clone());
+        let neg_abs = Expr::min(neg.clone(), x.clone());
+        // Straddling zero, above it and below it.
+        assert_eq!(const_bounds(&abs, -3, 5), (Some(0), Some(5)));
+        assert_eq!(const_bounds(&abs, 2, 5), (Some(2), Some(5)));
+        assert_eq!(const_bounds(&abs, -7, -4), (Some(4), Some(7)));
+        assert_eq!(const_bounds(&neg_abs, -3, 5), (Some(-5), Some(0)));
+        // A mirrored coordinate stays inside [0, 9] for an extent of 10.
+        let m = Expr::sub(Expr::i32(9), abs);
+        assert_eq!(const_bounds(&m, -9, 8), (Some(0), Some(9)));
+    }
 }
