@@ -27,7 +27,7 @@ const KNOWN_GAPS = {
 // Known to fail only with several threads, intermittently: a bug, not a gap.
 const KNOWN_THREADED_BUGS = {
   bicubic_resize:
-    "intermittent: with threads a small allocation inside a parallel loop sometimes reports that memory cannot grow (race in the generated code's shared-heap allocator)",
+    "intermittent: with threads the generated code's shared bump heap reclaims a block only while it is on top, so per-row buffers of a parallel loop pile up until the run ends and memory growth can fail (needs per-worker stacks)",
 };
 const CONFIGS = [
   { threads: 1, simd: true },
