@@ -25,10 +25,7 @@ const KNOWN_GAPS = {
   multiscale_interpolation: "lowering: cannot infer a region through long chains of inlined strided stages",
 };
 // Known to fail only with several threads, intermittently: a bug, not a gap.
-const KNOWN_THREADED_BUGS = {
-  bicubic_resize:
-    "intermittent: with threads the generated code's shared bump heap reclaims a block only while it is on top, so per-row buffers of a parallel loop pile up until the run ends and memory growth can fail (needs per-worker stacks)",
-};
+const KNOWN_THREADED_BUGS = {};
 const CONFIGS = [
   { threads: 1, simd: true },
   { threads: 2, simd: true },

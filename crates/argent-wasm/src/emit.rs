@@ -15,8 +15,9 @@ use argent_ir::{
 };
 use std::collections::BTreeSet;
 use wasm_encoder::{
-    BlockType, CodeSection, EntityType, ExportKind, ExportSection, Function, FunctionSection,
-    ImportSection, Instruction as I, MemArg, MemArgTarget, MemoryType, TypeSection, ValType,
+    BlockType, CodeSection, ConstExpr, EntityType, ExportKind, ExportSection, Function,
+    FunctionSection, GlobalSection, GlobalType, ImportSection, Instruction as I, MemArg,
+    MemArgTarget, MemoryType, TypeSection, ValType,
 };
 
 /// Type indices in the type section.
@@ -27,6 +28,22 @@ const TYPE_PARALLEL_FOR: u32 = 2;
 /// Bytes of padding after every heap block, so that SIMD loads that read a
 /// little past the last element stay inside memory.
 const HEAP_PADDING: i64 = 64;
+
+/// With threads, every instance (one per thread) has its own allocation
+/// arena in these mutable globals: a block of the shared heap that the
+/// thread's task allocations are carved from, LIFO, without atomics.
+/// `ARENA_RUN` is the run counter (args word +4) the arena belongs to; an
+/// arena from an earlier run is stale, because `run` gave its memory back.
+const ARENA_RUN: u32 = 0;
+const ARENA_BASE: u32 = 1;
+const ARENA_TOP: u32 = 2;
+const ARENA_END: u32 = 3;
+/// The smallest arena a thread takes from the shared heap.
+const ARENA_MIN_BYTES: i64 = 256 << 10;
+/// Arenas double while they are smaller than this, then grow by what is
+/// needed only, so a large request does not fail just because the doubled
+/// arena would not fit in 4 GiB.
+const ARENA_DOUBLING_LIMIT: i64 = 1 << 30;
 
 /// State shared by all functions of one module.
 pub(crate) struct Ctx {
@@ -1393,7 +1410,16 @@ impl<'c> FnBuilder<'c> {
         self.emit(I::I64Const(elem.bytes() as i64 * ty.lanes as i64));
         self.emit(I::I64Mul);
         let bytes = self.set_new_local(ValType::I64);
-        let (old, base, end) = self.heap_alloc(bytes, code);
+        // Task bodies run on many threads at once: they allocate from their
+        // thread's arena, so blocks are reclaimed in order on every thread
+        // and one iteration's buffers are reused by the next.
+        let arena = self.in_task && self.ctx.options.threads;
+        let (old, base, end) = if arena {
+            let (saved, base) = self.arena_alloc(bytes, code);
+            (saved, base, saved)
+        } else {
+            self.heap_alloc(bytes, code)
+        };
         self.buffers.push(BufBinding {
             name: buffer.to_string(),
             base,
@@ -1402,8 +1428,155 @@ impl<'c> FnBuilder<'c> {
         let r = self.stmt(body);
         self.buffers.pop();
         r?;
-        self.heap_free(old, end);
+        if arena {
+            self.arena_free(old);
+        } else {
+            self.heap_free(old, end);
+        }
         Ok(())
+    }
+
+    /// Carves `bytes` (an i64 local) from this thread's arena, taking a
+    /// larger arena from the shared heap when the block does not fit.
+    /// Returns (saved arena top, base) locals; fails the run with `code`.
+    fn arena_alloc(&mut self, bytes: u32, code: i32) -> (u32, u32) {
+        let saved = self.local(ValType::I32);
+        let base = self.local(ValType::I32);
+        let end64 = self.local(ValType::I64);
+        // An arena left from an earlier run points at freed memory.
+        self.emit(I::GlobalGet(ARENA_RUN));
+        self.emit(I::LocalGet(self.args_ptr));
+        self.emit(I::I32Load(mem(4, 2)));
+        self.emit(I::I32Ne);
+        self.emit(I::If(BlockType::Empty));
+        self.emit(I::LocalGet(self.args_ptr));
+        self.emit(I::I32Load(mem(4, 2)));
+        self.emit(I::GlobalSet(ARENA_RUN));
+        for g in [ARENA_BASE, ARENA_TOP, ARENA_END] {
+            self.emit(I::I32Const(0));
+            self.emit(I::GlobalSet(g));
+        }
+        self.emit(I::End);
+        // end64 = align16(top) + bytes + padding, in 64 bits.
+        self.emit(I::GlobalGet(ARENA_TOP));
+        self.emit(I::I64ExtendI32U);
+        self.emit(I::I64Const(15));
+        self.emit(I::I64Add);
+        self.emit(I::I64Const(-16));
+        self.emit(I::I64And);
+        self.emit(I::LocalGet(bytes));
+        self.emit(I::I64Add);
+        self.emit(I::I64Const(HEAP_PADDING));
+        self.emit(I::I64Add);
+        self.emit(I::LocalSet(end64));
+        self.emit(I::GlobalGet(ARENA_TOP));
+        self.emit(I::LocalSet(saved));
+        self.emit(I::LocalGet(end64));
+        self.emit(I::GlobalGet(ARENA_END));
+        self.emit(I::I64ExtendI32U);
+        self.emit(I::I64GtU);
+        self.emit(I::If(BlockType::Empty));
+        {
+            // A new arena holds what the thread has live now plus this
+            // block, so the same nesting fits without a refill next time;
+            // the old arena stays live (its blocks enclose this one) until
+            // `run` returns.
+            let size = self.local(ValType::I64);
+            let doubled = self.local(ValType::I64);
+            self.emit(I::GlobalGet(ARENA_TOP));
+            self.emit(I::GlobalGet(ARENA_BASE));
+            self.emit(I::I32Sub);
+            self.emit(I::I64ExtendI32U);
+            self.emit(I::LocalGet(bytes));
+            self.emit(I::I64Add);
+            self.emit(I::I64Const(HEAP_PADDING + 16));
+            self.emit(I::I64Add);
+            self.emit(I::LocalSet(size));
+            self.emit(I::GlobalGet(ARENA_END));
+            self.emit(I::GlobalGet(ARENA_BASE));
+            self.emit(I::I32Sub);
+            self.emit(I::I64ExtendI32U);
+            self.emit(I::I64Const(1));
+            self.emit(I::I64Shl);
+            self.emit(I::I64Const(ARENA_MIN_BYTES));
+            self.max_i64_on_stack();
+            self.emit(I::I64Const(ARENA_DOUBLING_LIMIT));
+            self.min_i64_on_stack();
+            self.emit(I::LocalSet(doubled));
+            self.emit(I::LocalGet(size));
+            self.emit(I::LocalGet(doubled));
+            self.max_i64_on_stack();
+            self.emit(I::LocalSet(size));
+            let (_, chunk_base, chunk_end) = self.heap_alloc(size, code);
+            self.emit(I::LocalGet(chunk_base));
+            self.emit(I::GlobalSet(ARENA_BASE));
+            self.emit(I::LocalGet(chunk_base));
+            self.emit(I::GlobalSet(ARENA_TOP));
+            self.emit(I::LocalGet(chunk_end));
+            self.emit(I::GlobalSet(ARENA_END));
+            self.emit(I::LocalGet(chunk_base));
+            self.emit(I::LocalSet(saved));
+            self.emit(I::LocalGet(chunk_base));
+            self.emit(I::I64ExtendI32U);
+            self.emit(I::LocalGet(bytes));
+            self.emit(I::I64Add);
+            self.emit(I::I64Const(HEAP_PADDING));
+            self.emit(I::I64Add);
+            self.emit(I::LocalSet(end64));
+        }
+        self.emit(I::End);
+        self.emit(I::LocalGet(end64));
+        self.emit(I::LocalGet(bytes));
+        self.emit(I::I64Sub);
+        self.emit(I::I64Const(HEAP_PADDING));
+        self.emit(I::I64Sub);
+        self.emit(I::I32WrapI64);
+        self.emit(I::LocalSet(base));
+        self.emit(I::LocalGet(end64));
+        self.emit(I::I32WrapI64);
+        self.emit(I::GlobalSet(ARENA_TOP));
+        (saved, base)
+    }
+
+    /// Gives an arena block back. When a nested allocation replaced the
+    /// arena, `saved` lies in the old one, and everything in the current
+    /// arena was nested inside this block, so the whole arena is free.
+    fn arena_free(&mut self, saved: u32) {
+        self.emit(I::LocalGet(saved));
+        self.emit(I::GlobalGet(ARENA_BASE));
+        self.emit(I::LocalGet(saved));
+        self.emit(I::GlobalGet(ARENA_BASE));
+        self.emit(I::I32GeU);
+        self.emit(I::LocalGet(saved));
+        self.emit(I::GlobalGet(ARENA_END));
+        self.emit(I::I32LeU);
+        self.emit(I::I32And);
+        self.emit(I::Select);
+        self.emit(I::GlobalSet(ARENA_TOP));
+    }
+
+    /// Replaces the two i64 values on the stack by their unsigned maximum.
+    fn max_i64_on_stack(&mut self) {
+        let b = self.set_new_local(ValType::I64);
+        let a = self.set_new_local(ValType::I64);
+        self.emit(I::LocalGet(a));
+        self.emit(I::LocalGet(b));
+        self.emit(I::LocalGet(a));
+        self.emit(I::LocalGet(b));
+        self.emit(I::I64GtU);
+        self.emit(I::Select);
+    }
+
+    /// Replaces the two i64 values on the stack by their unsigned minimum.
+    fn min_i64_on_stack(&mut self) {
+        let b = self.set_new_local(ValType::I64);
+        let a = self.set_new_local(ValType::I64);
+        self.emit(I::LocalGet(a));
+        self.emit(I::LocalGet(b));
+        self.emit(I::LocalGet(a));
+        self.emit(I::LocalGet(b));
+        self.emit(I::I64LtU);
+        self.emit(I::Select);
     }
 
     /// Outlines a parallel loop body into a task; returns false (emitting
@@ -1690,6 +1863,16 @@ pub(crate) fn compile_module(
         f.instruction(&I::LocalGet(0));
         f.instruction(&I::I32Load(mem(0, 2)));
         f.instruction(&I::LocalSet(1));
+        if options.threads {
+            // A new run number makes every thread's arena from earlier
+            // runs stale (their memory is given back below).
+            f.instruction(&I::LocalGet(0));
+            f.instruction(&I::LocalGet(0));
+            f.instruction(&I::I32Load(mem(4, 2)));
+            f.instruction(&I::I32Const(1));
+            f.instruction(&I::I32Add);
+            f.instruction(&I::I32Store(mem(4, 2)));
+        }
         f.instruction(&I::LocalGet(0));
         f.instruction(&I::Call(body_index));
         f.instruction(&I::LocalSet(2));
@@ -1732,6 +1915,19 @@ pub(crate) fn compile_module(
     for _ in &ctx.tasks {
         functions.function(TYPE_TASK);
     }
+    let mut globals = GlobalSection::new();
+    if options.threads {
+        for _ in [ARENA_RUN, ARENA_BASE, ARENA_TOP, ARENA_END] {
+            globals.global(
+                GlobalType {
+                    val_type: ValType::I32,
+                    mutable: true,
+                    shared: false,
+                },
+                &ConstExpr::i32_const(0),
+            );
+        }
+    }
     let mut exports = ExportSection::new();
     exports.export("run", ExportKind::Func, run_index);
     for (k, (info, _)) in ctx.tasks.iter().enumerate() {
@@ -1747,6 +1943,9 @@ pub(crate) fn compile_module(
     wasm.section(&types);
     wasm.section(&imports);
     wasm.section(&functions);
+    if options.threads {
+        wasm.section(&globals);
+    }
     wasm.section(&exports);
     wasm.section(&code);
 

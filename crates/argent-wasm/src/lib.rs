@@ -32,7 +32,10 @@
 //!   buffers are carved from `[heap top, memory end)`, growing the memory
 //!   with `memory.grow` when needed. `run` restores the word before it
 //!   returns (also on errors), so nothing leaks across runs.
-//! - `+4` reserved (0).
+//! - `+4` the run counter, owned by the generated code (with threads `run`
+//!   increments it, so each thread can tell that its allocation arena is
+//!   from an earlier run). The runtime zeroes it once, when it creates the
+//!   memory, and leaves it alone afterwards.
 //! - then for each buffer in `Module::buffers` order ([`BufferAbi::offset`]):
 //!   the byte address of element 0, then for each dimension `min`, `extent`,
 //!   `stride` (strides in elements). Index `i` of the flat IR lives at
@@ -54,9 +57,17 @@
 //! the run with the synthetic check recorded for that `Allocate`
 //! ([`AssertInfo`] with kind `AllocationTooLarge`, args: requested bytes low
 //! and high words). With threads, the heap top is bumped with atomic
-//! compare-exchange; a block is given back only while it is still the top,
-//! so memory used inside one parallel loop is bounded by the sum of its
-//! iterations' allocations and is all reclaimed when `run` returns.
+//! compare-exchange, and a block is given back only while it is still the
+//! top. Task bodies (which run on many threads at once) allocate instead
+//! from their thread's arena: each instance keeps, in non-shared mutable
+//! globals, a block taken from the shared heap and carves its task
+//! allocations from it LIFO without atomics. When a block does not fit, the
+//! thread takes a larger arena (at least twice the old one up to 1 GiB, and
+//! room for everything it has live plus the new block), so after a few
+//! refills every iteration reuses the same memory; the failure check then
+//! reports the arena size that could not be had. Arenas go back with the
+//! rest of the heap when `run` returns, and the run counter (word `+4`)
+//! marks them stale for the next run.
 //!
 //! ## Parallel loops (threads on)
 //! A `parallel` loop's body becomes `task_N`. The caller stores the loop

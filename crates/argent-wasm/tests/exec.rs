@@ -970,3 +970,96 @@ fn lets_bools_branches_and_captures() {
         assert_eq!(run.buffers, expected);
     }
 }
+
+/// A parallel loop whose iterations allocate nested scratch buffers of
+/// `scratch` and `2 * scratch` bytes, write every 16th byte of the first
+/// (so iterations on different threads overlap in time) and touch the
+/// last bytes of both.
+fn parallel_nested_scratch() -> Module {
+    use argent_ir::{BufferRole, ForKind, Stmt};
+    let y = Expr::var_i32("y");
+    let scratch = Expr::var_i32("scratch");
+    let last_a = scratch.clone() - 1;
+    let last_b = scratch.clone() * 2 - 1;
+    let a = |i: Expr| Expr::load(Type::U8, "a", i);
+    let b = |i: Expr| Expr::load(Type::U8, "b", i);
+    let inner = Stmt::Allocate {
+        buffer: "b".into(),
+        ty: Type::U8,
+        size: scratch.clone() * 2,
+        body: Box::new(Stmt::Block(vec![
+            store("b", Expr::i32(0), a(Expr::i32(0)) + a(last_a.clone())),
+            store("b", last_b.clone(), b(Expr::i32(0)) + 1),
+            store("out", y.clone(), b(Expr::i32(0)) + b(last_b.clone())),
+        ])),
+    };
+    let body = for_loop(
+        "y",
+        Expr::i32(0),
+        Expr::var_i32("out.extent.0"),
+        ForKind::Parallel,
+        Stmt::Allocate {
+            buffer: "a".into(),
+            ty: Type::U8,
+            size: scratch.clone(),
+            body: Box::new(Stmt::Block(vec![
+                for_loop(
+                    "x",
+                    Expr::i32(0),
+                    Expr::div(scratch.clone(), Expr::i32(16)),
+                    ForKind::Serial,
+                    store(
+                        "a",
+                        x() * 16,
+                        Expr::load(Type::U8, "in", y.clone()) + Expr::cast(Type::U8, x()),
+                    ),
+                ),
+                store("a", last_a, Expr::load(Type::U8, "in", y.clone()) + 1),
+                inner,
+            ])),
+        },
+    );
+    module(
+        vec![
+            buffer("in", Type::U8, 1, BufferRole::Input),
+            buffer("out", Type::U8, 1, BufferRole::Output),
+        ],
+        vec![param("scratch", Type::I32)],
+        body,
+    )
+}
+
+/// Every thread allocates from its own arena, so the 64 iterations of a
+/// parallel loop reuse the same memory (together they would need 48 MiB,
+/// three times the reference runtime's initial 16 MiB memory) and
+/// thousands of runs leave the memory as the first run left it.
+#[test]
+fn parallel_iterations_reuse_scratch_memory_across_runs() {
+    let module = parallel_nested_scratch();
+    let scratch = 256 * 1024;
+    let bufs = [typed(random_bytes(64, 5), 1), zeros(64)];
+    let expected = reference(&module, &bufs, &[V::I(scratch)]).unwrap();
+    let initial_bytes = 256 * 65536;
+    for simd in [false, true] {
+        let compiled = compile(
+            &module,
+            &CodegenOptions {
+                simd,
+                threads: true,
+            },
+        )
+        .unwrap();
+        for threads in [1, 2, 4] {
+            let out = run_node(&compiled, &bufs, &[scratch as u32], threads, 2000);
+            assert_eq!(out.status, 0);
+            assert_eq!(out.buffers, expected, "simd {simd}, {threads} threads");
+            assert_eq!(out.heap.0, out.heap.2, "heap top restored");
+            assert_eq!(out.pages.0, out.pages.1, "memory did not grow across runs");
+            assert_eq!(
+                out.pages.1 as u64 * 65536,
+                initial_bytes,
+                "iterations reused their scratch memory ({threads} threads)"
+            );
+        }
+    }
+}
