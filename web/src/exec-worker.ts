@@ -5,10 +5,11 @@
 //
 // The parallel_for protocol follows argent-wasm's crate docs: the caller
 // publishes a job in a control block in shared memory, bumps a generation
-// word and notifies; every participant, caller included, claims chunks of
-// iterations with Atomics.add; the caller waits until all iterations are
-// done. A parallel loop reached from inside a task runs serially on the
-// calling thread, so nested loops cannot deadlock.
+// word and notifies; every participant, caller included, claims guided
+// chunks of iterations with compare-exchange on a shared counter; the
+// caller waits until all iterations are done. A parallel loop reached from
+// inside a task runs serially on the calling thread, so nested loops
+// cannot deadlock.
 
 import {
   ARGS_OFFSET,
@@ -70,17 +71,31 @@ function runIteration(loaded: Loaded, task: number, closure: number, iteration: 
   }
 }
 
-/** Claims and runs chunks of the published job until none are left. */
+/**
+ * Claims and runs chunks of the published job until none are left. Chunks
+ * are guided: each claim takes a share of what is left (half of it divided
+ * among the participants), so the first chunks are large (few claims) and
+ * the last ones single iterations. A thread that starts late or is
+ * preempted (the cores are shared with other processes) then delays the
+ * end of the loop by at most one small chunk, where fixed chunks of
+ * `extent / (4 * participants)` left it holding an eighth of the loop.
+ */
 function work(loaded: Loaded, ctl: Int32Array): void {
   const task = Atomics.load(ctl, Control.task);
   const closure = Atomics.load(ctl, Control.closure);
   const min = Atomics.load(ctl, Control.min);
   const extent = Atomics.load(ctl, Control.extent);
-  const chunk = Atomics.load(ctl, Control.chunk);
+  const share = 2 * Math.max(1, Atomics.load(ctl, Control.participants));
   for (;;) {
-    const start = Atomics.add(ctl, Control.next, chunk);
-    if (start >= extent) return;
-    const end = Math.min(start + chunk, extent);
+    let start = Atomics.load(ctl, Control.next);
+    let end = start;
+    for (;;) {
+      if (start >= extent) return;
+      end = Math.min(extent, start + Math.max(1, Math.floor((extent - start) / share)));
+      const seen = Atomics.compareExchange(ctl, Control.next, start, end);
+      if (seen === start) break;
+      start = seen;
+    }
     for (let i = start; i < end; i++) {
       // After a failure the remaining iterations are counted but skipped:
       // the run is going to fail anyway.
@@ -121,9 +136,7 @@ function parallelFor(loaded: Loaded, task: number, closure: number, min: number,
   Atomics.store(ctl, Control.closure, closure);
   Atomics.store(ctl, Control.min, min);
   Atomics.store(ctl, Control.extent, extent);
-  // A few chunks per participant balance uneven iterations without making
-  // the shared counter a bottleneck.
-  Atomics.store(ctl, Control.chunk, Math.max(1, Math.floor(extent / (participants * 4))));
+  Atomics.store(ctl, Control.participants, participants);
   Atomics.store(ctl, Control.next, 0);
   Atomics.store(ctl, Control.done, 0);
   Atomics.store(ctl, Control.status, 0);

@@ -14,7 +14,8 @@ export const Control = {
   closure: 3,
   min: 4,
   extent: 5,
-  chunk: 6,
+  /** Threads taking part in the job (caller included): sizes the chunks. */
+  participants: 6,
   /** Next iteration (relative to `min`) to claim. */
   next: 7,
   /** Iterations finished. */

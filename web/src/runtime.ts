@@ -39,6 +39,12 @@ export interface RuntimeOptions {
   /** Set to false to compile scalar code even where SIMD128 exists. */
   simd?: boolean;
   /**
+   * Set to false to run as if SharedArrayBuffer were unavailable (as on a
+   * page that is not cross-origin isolated): several threads then run in
+   * "tiles" mode. Defaults to whether shared memory can be used.
+   */
+  sharedMemory?: boolean;
+  /**
    * Where the worker scripts live, for bundlers that move them. Defaults to
    * the directory of this module.
    */
@@ -51,8 +57,13 @@ export interface CompileOptions {
   simd?: boolean;
 }
 
-/** How the runtime executes pipelines. */
-export type ExecutionMode = "threads" | "single";
+/**
+ * How the runtime executes pipelines: "threads" runs parallel loops on
+ * workers sharing one memory; "tiles" (no SharedArrayBuffer) splits the
+ * output into horizontal strips, each computed by its own worker in its own
+ * memory from a copy of the inputs; "single" runs on one worker.
+ */
+export type ExecutionMode = "threads" | "tiles" | "single";
 
 /** Compile-time measurements in milliseconds. */
 export interface CompileTimings {
@@ -84,7 +95,10 @@ export interface RunTimings {
 
 /** How the work of one run was spread over threads. */
 export interface RunStats {
-  /** Parallel-loop iterations each thread ran: the driver first, then each helper. */
+  /**
+   * Parallel-loop iterations each thread ran: the driver first, then each
+   * helper (in tiles mode, one entry per worker that computed a strip).
+   */
   iterationsPerThread: number[];
 }
 
@@ -130,16 +144,16 @@ export async function createRuntime(options: RuntimeOptions = {}): Promise<Runti
   if (!Number.isInteger(requested) || requested < 1) {
     throw new RangeError(`threads must be a positive integer, got ${options.threads}`);
   }
-  const shared = sharedMemoryAvailable();
-  const mode: ExecutionMode = shared && requested > 1 ? "threads" : "single";
+  const shared = options.sharedMemory !== false && sharedMemoryAvailable();
+  const mode: ExecutionMode = requested === 1 ? "single" : shared ? "threads" : "tiles";
   const reason =
     mode === "threads"
       ? `${requested} threads on shared memory`
-      : requested === 1
+      : mode === "single"
         ? "one thread requested"
-        : "no SharedArrayBuffer (the page is not cross-origin isolated): running on one thread";
+        : `no SharedArrayBuffer (the page is not cross-origin isolated): the output is split into strips computed by ${requested} workers, each in its own memory`;
   const base = new URL(options.workerBaseUrl?.toString() ?? "./", import.meta.url);
-  const runtime = new Runtime(mode === "threads" ? requested : 1, mode, reason, options.simd !== false && simdAvailable(), base);
+  const runtime = new Runtime(requested, mode, reason, options.simd !== false && simdAvailable(), base);
   // Start loading the compiler now so the first compile does not wait for
   // it; a failure here surfaces from that compile.
   runtime.warmUp();
@@ -148,7 +162,7 @@ export async function createRuntime(options: RuntimeOptions = {}): Promise<Runti
 
 /** Compiles and runs Argent pipelines. Create with `createRuntime`. */
 export class Runtime {
-  /** Threads used per run (1 in single-threaded mode). */
+  /** Threads (workers) used per run (1 in single-threaded mode). */
   readonly threads: number;
   readonly mode: ExecutionMode;
   /** Why this mode was chosen. */
@@ -436,6 +450,11 @@ export class Pipeline {
     return this.runtime.threads;
   }
 
+  /** The workers this pipeline is instantiated on. */
+  private workerCount(pool: Pool): number {
+    return this.abi.sharedMemory || this.runtime.mode === "tiles" ? pool.size : 1;
+  }
+
   /** @internal Instantiates the module on every worker; resolves to the slowest time. */
   async load(): Promise<number> {
     const pool = await this.runtime.ensurePool();
@@ -445,7 +464,7 @@ export class Pipeline {
     this.memory = this.abi.sharedMemory
       ? new WebAssembly.Memory({ initial: 32, maximum: MAX_MEMORY_BYTES / PAGE_BYTES, shared: true })
       : null;
-    const workers = this.abi.sharedMemory ? pool.size : 1;
+    const workers = this.workerCount(pool);
     const replies = await Promise.all(
       Array.from({ length: workers }, (_, worker) => {
         const reply = pool.expect(
@@ -598,6 +617,10 @@ export class Pipeline {
       }
       await this.load();
       const pool = this.loadedIn!;
+      if (this.runtime.mode === "tiles") {
+        const tiled = await this.runTiles(pool, prepared, called);
+        if (tiled) return tiled;
+      }
       const runId = nextRunId++;
       const helpers = this.abi.sharedMemory ? pool.size - 1 : 0;
       if (this.memory) resetControl(this.memory);
@@ -634,6 +657,78 @@ export class Pipeline {
       const iterationsPerThread = [reply.iterations, ...helperReplies.map((r) => (r.type === "left" ? r.iterations : 0))];
       return { outputs, timings: { ...reply.timings, total: performance.now() - called }, stats: { iterationsPerThread } };
     });
+  }
+
+  /**
+   * Tiles mode: splits every output into horizontal strips (the outermost
+   * dimension in memory: y for images, the only one for 1-D outputs) and
+   * runs the pipeline for each strip on its own worker, with the whole
+   * inputs. Each strip is an output buffer whose `min` is the strip's first
+   * row, so the generated code computes exactly those rows. Resolves to
+   * null when the run must go to one worker instead: a single strip, or a
+   * strip that failed (e.g. an update that scatters outside its strip), so
+   * errors are reported exactly as in single-threaded mode.
+   */
+  private async runTiles(
+    pool: Pool,
+    prepared: ReturnType<Pipeline["prepare"]>,
+    called: number,
+  ): Promise<RunResult | null> {
+    const outputIndices = prepared.buffers.filter((b) => this.abi.buffers[b.index].role === "output");
+    if (outputIndices.length === 0) return null;
+    const splitDim = (b: RunBuffer) => (b.extents.length === 1 ? 0 : 1);
+    const rows = outputIndices[0].extents[splitDim(outputIndices[0])];
+    if (outputIndices.some((b) => b.extents[splitDim(b)] !== rows)) return null;
+    const strips = Math.min(pool.size, rows);
+    if (strips < 2) return null;
+    const replies = await Promise.all(
+      Array.from({ length: strips }, (_, k) => {
+        const first = Math.floor((rows * k) / strips);
+        const count = Math.floor((rows * (k + 1)) / strips) - first;
+        const buffers = prepared.buffers.map((b) => {
+          if (this.abi.buffers[b.index].role !== "output") return b;
+          const d = splitDim(b);
+          const mins = b.mins.slice();
+          const extents = b.extents.slice();
+          mins[d] = first;
+          extents[d] = count;
+          return { ...b, mins, extents, elements: (b.elements / rows) * count };
+        });
+        const runId = nextRunId++;
+        const done = pool.expect(k, (r) => (r.type === "done" || r.type === "run-error") && r.runId === runId);
+        pool.post(k, { type: "run", runId, pipelineId: this.id, buffers, params: prepared.params, helpers: 0 });
+        return done;
+      }),
+    );
+    if (replies.some((r) => r.type !== "done" || r.status !== 0)) return null;
+    const outputs: Record<string, OutputImage> = {};
+    const outputBuffers = this.abi.buffers.filter((b) => b.role === "output");
+    outputBuffers.forEach((descriptor, i) => {
+      const shape = prepared.outputs[i];
+      const total = replies.reduce((sum, r) => sum + (r.type === "done" ? r.outputs[i].byteLength : 0), 0);
+      const bytes = new Uint8Array(total);
+      let at = 0;
+      for (const reply of replies) {
+        if (reply.type !== "done") continue;
+        bytes.set(reply.outputs[i], at);
+        at += reply.outputs[i].byteLength;
+      }
+      const ArrayType = arrayTypeFor(descriptor.type);
+      const data = new ArrayType(bytes.buffer, 0, bytes.byteLength / TYPE_BYTES[descriptor.type]);
+      outputs[descriptor.name] = { ...shape, data, type: descriptor.type };
+    });
+    const slowest = (key: "copyIn" | "execute" | "copyOut") =>
+      Math.max(...replies.map((r) => (r.type === "done" ? r.timings[key] : 0)));
+    return {
+      outputs,
+      timings: {
+        copyIn: slowest("copyIn"),
+        execute: slowest("execute"),
+        copyOut: slowest("copyOut"),
+        total: performance.now() - called,
+      },
+      stats: { iterationsPerThread: replies.map((r) => (r.type === "done" ? r.iterations : 0)) },
+    };
   }
 
   /** Turns a failed run's status into an error naming what went wrong. */
@@ -698,7 +793,7 @@ export class Pipeline {
     this.runtime.forget(this);
     const pool = this.loadedIn;
     if (pool && !pool.broken) {
-      const workers = this.abi.sharedMemory ? pool.size : 1;
+      const workers = this.workerCount(pool);
       for (let worker = 0; worker < workers; worker++) pool.post(worker, { type: "unload", pipelineId: this.id });
     }
     this.loadedIn = null;

@@ -80,6 +80,64 @@ describe("environment", () => {
   });
 });
 
+const VERTICAL = `
+input u8 in(x, y)
+clamped = repeat_edge(in)
+out(x, y) = clamped(x, y - 1) / 2 + clamped(x, y + 1) / 2
+output out
+`;
+
+describe("tiles mode (no SharedArrayBuffer)", () => {
+  let tiles;
+  before(async () => {
+    tiles = await createRuntime({ threads: 3, sharedMemory: false });
+  });
+  after(() => tiles.dispose());
+
+  test("several threads without shared memory split the output into strips", async () => {
+    assert.equal(tiles.mode, "tiles");
+    assert.equal(tiles.threads, 3);
+    assert.match(tiles.modeReason, /SharedArrayBuffer/);
+    const pipeline = await tiles.compile(SCALE);
+    assert.equal(pipeline.abi.sharedMemory, false);
+    const image = grayImage(301, 199);
+    const { outputs, stats } = await pipeline.run({ inputs: { in: image }, params: { k: 7, gain: 0.5 } });
+    assert.deepEqual(Array.from(outputs.out.data), Array.from(expectedScale(image, 7, 0.5)));
+    assert.equal(stats.iterationsPerThread.length, 3);
+    pipeline.dispose();
+  });
+
+  test("each strip reads the input rows around it, and interleaved outputs are reassembled", async () => {
+    const vertical = await tiles.compile(VERTICAL);
+    const image = grayImage(57, 40);
+    const { width, height, data } = image;
+    const at = (x, y) => data[Math.min(height - 1, Math.max(0, y)) * width + x];
+    const expected = [];
+    for (let y = 0; y < height; y++) {
+      for (let x = 0; x < width; x++) expected.push((at(x, y - 1) >> 1) + (at(x, y + 1) >> 1));
+    }
+    const { outputs } = await vertical.run({ inputs: { in: image } });
+    assert.deepEqual(Array.from(outputs.out.data), expected);
+    vertical.dispose();
+
+    const color = await tiles.compile(COLOR);
+    const photo = { data: new Uint8Array(13 * 7 * 3).map((_, i) => (i * 29) & 255), width: 13, height: 7, channels: 3 };
+    const result = await color.run({ inputs: { photo } });
+    assert.equal(result.outputs.out.channels, 3);
+    assert.deepEqual(Array.from(result.outputs.out.data), Array.from(photo.data, (v) => v >> 1));
+    color.dispose();
+  });
+
+  test("a failing strip reports the same error as a single-threaded run", async () => {
+    const pipeline = await tiles.compile(SHIFT);
+    await assert.rejects(
+      pipeline.run({ inputs: { in: grayImage(16, 9) } }),
+      (error) => error instanceof ArgentRunError && error.kind === "input-too-small" && /x from 1 to 16/.test(error.message),
+    );
+    pipeline.dispose();
+  });
+});
+
 describe("compile", () => {
   test("describes inputs, outputs and params, and reports timings", async () => {
     const pipeline = await runtime.compile(SCALE);

@@ -14,7 +14,7 @@ import {
 
 export async function demo(canvas: HTMLCanvasElement, photo: ImageData): Promise<number> {
   const runtime = await createRuntime({ threads: 2 });
-  const mode: "threads" | "single" = runtime.mode;
+  const mode: "threads" | "tiles" | "single" = runtime.mode;
   let pipeline: Pipeline;
   try {
     pipeline = await runtime.compile("input u8 photo(x, y, c)\nout(x, y, c) = photo(x, y, c)\noutput out\n", { simd: true });
