@@ -281,6 +281,29 @@ describe("run", () => {
     pipeline.dispose();
   });
 
+  test("thousands of runs of a parallel pipeline with per-strip buffers keep the memory size of the first run", async () => {
+    const pipeline = await runtime.compile(`
+input u8 in(x, y)
+clamped = repeat_edge(in)
+blur_x(x, y) = clamped(x - 1, y) / 2 + clamped(x + 1, y) / 2
+out(x, y) = blur_x(x, y - 1) / 2 + blur_x(x, y + 1) / 2
+output out
+schedule {
+  out.split(y, yo, yi, 4).parallel(yo)
+  blur_x.compute_at(out, yo)
+}
+`);
+    const image = grayImage(96, 64);
+    const first = await pipeline.run({ inputs: { in: image } });
+    const bytesAfterFirst = pipeline.memory.buffer.byteLength;
+    for (let i = 0; i < 2000; i++) await pipeline.run({ inputs: { in: image } });
+    const last = await pipeline.run({ inputs: { in: image } });
+    assert.deepEqual(Array.from(last.outputs.out.data), Array.from(first.outputs.out.data));
+    assert.equal(last.stats.iterationsPerThread.reduce((a, b) => a + b, 0), 16);
+    assert.equal(pipeline.memory.buffer.byteLength, bytesAfterFirst);
+    pipeline.dispose();
+  });
+
   test("running after dispose is rejected", async () => {
     const own = await createRuntime({ threads: 2 });
     const pipeline = await own.compile(SCALE);
