@@ -3,6 +3,7 @@
 
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
+import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import {
   ArgentCompileError,
@@ -126,6 +127,34 @@ describe("tiles mode (no SharedArrayBuffer)", () => {
     assert.equal(result.outputs.out.channels, 3);
     assert.deepEqual(Array.from(result.outputs.out.data), Array.from(photo.data, (v) => v >> 1));
     color.dispose();
+  });
+
+  test("examples with a whole-image reduction and a resampling give the same bytes as one thread", async () => {
+    const single = await createRuntime({ threads: 1 });
+    try {
+      for (const name of ["histogram_equalize", "bicubic_resize", "unsharp_mask"]) {
+        const source = readFileSync(fileURLToPath(new URL(`../../examples/${name}.ag`, import.meta.url)), "utf8");
+        const one = await single.compile(source);
+        const split = await tiles.compile(source);
+        const inputs = {};
+        for (const input of one.inputs) {
+          assert.equal(input.type, "u8", `${name}: this test makes u8 inputs`);
+          const channels = input.dims.length === 3 ? 3 : 1;
+          const data = new Uint8Array(97 * 61 * channels).map((_, i) => (i * 37 + (i >> 7)) & 255);
+          inputs[input.name] = { data, width: 97, height: 61, channels };
+        }
+        const want = await one.run({ inputs });
+        const got = await split.run({ inputs });
+        assert.equal(got.stats.iterationsPerThread.length, 3, `${name}: three strips`);
+        for (const [output, image] of Object.entries(want.outputs)) {
+          assert.deepEqual(Array.from(got.outputs[output].data), Array.from(image.data), `${name}: output \`${output}\``);
+        }
+        one.dispose();
+        split.dispose();
+      }
+    } finally {
+      single.dispose();
+    }
   });
 
   test("a failing strip reports the same error as a single-threaded run", async () => {
