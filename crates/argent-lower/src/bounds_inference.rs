@@ -803,8 +803,15 @@ pub fn realize_bounds(body: &Stmt) -> Result<Stmt, LowerError> {
                 for iv in b {
                     match (iv.min, iv.max) {
                         (Some(lo), Some(hi)) => {
-                            let extent =
+                            let mut extent =
                                 simplify(&Expr::add(Expr::sub(hi, lo.clone()), Expr::i32(1)));
+                            // A region computed for iterations that a guard
+                            // skips (the rows of a tile past the image's
+                            // edge) is empty, and its max may lie below its
+                            // min: allocate nothing for it.
+                            if extent.as_int().is_none() {
+                                extent = Expr::max(extent, Expr::i32(0));
+                            }
                             ranges.push(Range { min: lo, extent });
                         }
                         _ => {
