@@ -277,6 +277,35 @@ fn simplify_binary(op: BinOp, a: Expr, b: Expr) -> Expr {
                         b
                     };
                 }
+                // Division by a positive constant is monotonic: of `x / k` and
+                // `(x + c) / k`, the one with the larger numerator is not
+                // smaller (the bounds of an upsampling index `(x + 1) / 2`
+                // collapse so, level after level of a pyramid).
+                if let (
+                    ExprKind::Binary {
+                        op: BinOp::Div,
+                        a: x,
+                        b: k1,
+                    },
+                    ExprKind::Binary {
+                        op: BinOp::Div,
+                        a: y,
+                        b: k2,
+                    },
+                ) = (a.kind(), b.kind())
+                {
+                    if k1.as_int().is_some_and(|k| k > 0) && k1 == k2 {
+                        let diff = affine_of(x).add(affine_of(y), -1);
+                        if let Some(d) = diff.as_const() {
+                            let a_smaller = d <= 0;
+                            return if (op == BinOp::Min) == a_smaller {
+                                a
+                            } else {
+                                b
+                            };
+                        }
+                    }
+                }
                 // Monotonic operators distribute: min(max(x, m), max(y, m)) ==
                 // max(min(x, y), m), and likewise for the other three
                 // combinations. Unions of clamped stencil taps collapse so.
@@ -463,24 +492,98 @@ impl Interval {
 
 /// Variables with known ranges while analysing a statement: loop
 /// variables and let-bound names. Later entries shadow earlier ones.
+///
+/// Let-bound names are pushed unevaluated ([`Scope::push_lazy`]) and their
+/// bounds computed on first use: a walk over a large loop nest then pays
+/// only for the lets that the expressions it bounds actually use. With
+/// [`Scope::naming`], bounds larger than a few nodes are bound to fresh
+/// names (`let outg_3.s0.x.min.lo.7 = ..`) collected in order in
+/// [`Scope::named`]: a chain of lets, each naming the last (a pyramid's
+/// regions), would otherwise expand into expressions that grow with every
+/// link.
 #[derive(Clone, Debug, Default)]
 pub struct Scope {
-    entries: Vec<(String, Interval)>,
+    entries: Vec<(String, Entry)>,
+    naming: Option<Naming>,
+}
+
+#[derive(Clone, Debug)]
+enum Entry {
+    Known(Interval),
+    Lazy(Expr),
+}
+
+#[derive(Clone, Debug)]
+struct Naming {
+    label: &'static str,
+    counter: usize,
+    lets: Vec<(String, Expr)>,
 }
 
 impl Scope {
     pub fn push(&mut self, name: &str, interval: Interval) {
-        self.entries.push((name.to_string(), interval));
+        self.entries
+            .push((name.to_string(), Entry::Known(interval)));
+    }
+    /// Bind `name` to `value`, whose bounds are computed on first use.
+    pub fn push_lazy(&mut self, name: &str, value: Expr) {
+        self.entries.push((name.to_string(), Entry::Lazy(value)));
     }
     pub fn pop(&mut self) {
         self.entries.pop();
     }
-    pub fn get(&self, name: &str) -> Option<&Interval> {
-        self.entries
-            .iter()
-            .rev()
-            .find(|(n, _)| n == name)
-            .map(|(_, i)| i)
+    /// Whether `name` is bound.
+    pub fn contains(&self, name: &str) -> bool {
+        self.entries.iter().any(|(n, _)| n == name)
+    }
+    /// The bounds of `name`, computing them if it is a lazy let.
+    pub fn get(&mut self, name: &str) -> Option<Interval> {
+        let i = self.entries.iter().rposition(|(n, _)| n == name)?;
+        let value = match &self.entries[i].1 {
+            Entry::Known(iv) => return Some(iv.clone()),
+            Entry::Lazy(v) => v.clone(),
+        };
+        // Bound the value in the scope where it was bound (a let may refer
+        // to an outer binding of its own name).
+        let tail = self.entries.split_off(i);
+        let iv = bounds_of_expr(&value, self);
+        let iv = Interval {
+            min: self.name_bound(name, "lo", iv.min),
+            max: self.name_bound(name, "hi", iv.max),
+        };
+        self.entries.extend(tail);
+        self.entries[i].1 = Entry::Known(iv.clone());
+        Some(iv)
+    }
+    /// Name large bounds of lets from now on (see the type's doc); the
+    /// label and counter keep the names unique.
+    pub fn naming(mut self, label: &'static str, counter: usize) -> Scope {
+        self.naming = Some(Naming {
+            label,
+            counter,
+            lets: Vec::new(),
+        });
+        self
+    }
+    /// The names bound so far, in dependency order, and the next counter.
+    pub fn named(&self) -> (Vec<(String, Expr)>, usize) {
+        match &self.naming {
+            Some(n) => (n.lets.clone(), n.counter),
+            None => (Vec::new(), 0),
+        }
+    }
+    fn name_bound(&mut self, let_name: &str, suffix: &str, bound: Option<Expr>) -> Option<Expr> {
+        let b = bound?;
+        let Some(n) = &mut self.naming else {
+            return Some(b);
+        };
+        if node_count_below(&b, 40) {
+            return Some(b);
+        }
+        n.counter += 1;
+        let name = format!("{let_name}.{}{suffix}.{}", n.label, n.counter);
+        n.lets.push((name.clone(), b));
+        Some(Expr::var_i32(name))
     }
 }
 
@@ -500,7 +603,7 @@ pub fn bounds_of_expr(e: &Expr, scope: &mut Scope) -> Interval {
         ExprKind::IntImm(v) => Interval::point(Expr::i32(*v)),
         ExprKind::FloatImm(_) => Interval::point(e.clone()),
         ExprKind::Var(name) => match scope.get(name) {
-            Some(i) => i.clone(),
+            Some(i) => i,
             None if ty.is_integer() && ty.bits <= 32 && ty != Type::U32 => {
                 Interval::point(Expr::cast(Type::I32, e.clone()))
             }
@@ -640,8 +743,7 @@ pub fn bounds_of_expr(e: &Expr, scope: &mut Scope) -> Interval {
             args,
         } => bounds_of_expr(&args[0], scope),
         ExprKind::Let { name, value, body } => {
-            let v = bounds_of_expr(value, scope);
-            scope.push(name, v);
+            scope.push_lazy(name, value.clone());
             let b = bounds_of_expr(body, scope);
             scope.pop();
             b
@@ -914,6 +1016,13 @@ pub fn monotonic(e: &Expr, var: &str) -> Monotonic {
 /// ones likewise) until the affine form is constant. Proves facts like
 /// `min(a, M) - max(a, m) <= 0` that plain interval arithmetic cannot.
 pub fn const_upper_bound(e: &Expr) -> Option<i64> {
+    const_upper_bound_at_depth(e, 0)
+}
+
+/// [`const_upper_bound`], choosing branches of min/max nested up to three
+/// deep (`min(min(2 * y + 1, 127) + m, M) - max(max(2 * y, 0) + m, M') + 1`
+/// is at most 2).
+fn const_upper_bound_at_depth(e: &Expr, depth: usize) -> Option<i64> {
     let f = affine_of(&simplify(e));
     let mut choices: Vec<Vec<Expr>> = Vec::new();
     for (c, atom) in f.terms.values() {
@@ -936,7 +1045,13 @@ pub fn const_upper_bound(e: &Expr) -> Option<i64> {
         for (k, opts) in choices.iter().enumerate() {
             sum = Expr::add(sum, Expr::mul(opts[idx[k]].clone(), Expr::i32(coefs[k])));
         }
-        if let Some(v) = simplify(&sum).as_int() {
+        let sum = simplify(&sum);
+        let v = match sum.as_int() {
+            Some(v) => Some(v),
+            None if depth < 3 => const_upper_bound_at_depth(&sum, depth + 1),
+            None => None,
+        };
+        if let Some(v) = v {
             best = Some(best.map_or(v, |b: i64| b.min(v)));
         }
         let mut k = 0;

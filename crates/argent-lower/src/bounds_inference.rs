@@ -35,28 +35,55 @@ struct BoxFinder<'a> {
     target: &'a str,
     include_provides: bool,
     include_calls: bool,
-    /// Only count accesses made while producing this func (used to name the
-    /// stage that reads an input).
-    only_inside: Option<&'a str>,
+    /// Also collect the reads separately for each func being produced
+    /// (to name the stage that reads an input).
+    by_reader: Option<Vec<(String, Box_)>>,
     producing: Vec<String>,
     scope: Scope,
     result: Option<Box_>,
 }
 
+/// The lets among `named` that `used` (and the lets they use) need, in
+/// order.
+fn needed_lets(named: &[(String, Expr)], used: &[Expr]) -> Vec<(String, Expr)> {
+    let mut needed: Vec<bool> = vec![false; named.len()];
+    let uses = |e: &Expr, n: &str| argent_ir::visit::expr_uses_var(e, n);
+    for i in (0..named.len()).rev() {
+        let n = &named[i].0;
+        needed[i] = used.iter().any(|v| uses(v, n))
+            || (i + 1..named.len()).any(|j| needed[j] && uses(&named[j].1, n));
+    }
+    named
+        .iter()
+        .zip(needed)
+        .filter(|(_, k)| *k)
+        .map(|(l, _)| l.clone())
+        .collect()
+}
+
 impl BoxFinder<'_> {
-    fn counts(&self) -> bool {
-        match self.only_inside {
-            None => true,
-            Some(f) => self.producing.last().map(|s| s.as_str()) == Some(f),
+    fn record_read(&mut self, b: Box_) {
+        if let (Some(readers), Some(reader)) = (&mut self.by_reader, self.producing.last()) {
+            match readers.iter_mut().find(|(r, _)| r == reader) {
+                Some((_, acc)) => {
+                    let mut u = Some(std::mem::take(acc));
+                    union_box(&mut u, b.clone());
+                    *acc = u.unwrap_or_default();
+                }
+                None => readers.push((reader.clone(), b.clone())),
+            }
         }
+        union_box(&mut self.result, b);
     }
 
     fn expr(&mut self, e: &Expr) {
+        if !self.include_calls {
+            return;
+        }
         match e.kind() {
             ExprKind::Let { name, value, body } => {
                 self.expr(value);
-                let v = bounds_of_expr(value, &mut self.scope);
-                self.scope.push(name, v);
+                self.scope.push_lazy(name, value.clone());
                 self.expr(body);
                 self.scope.pop();
             }
@@ -64,12 +91,12 @@ impl BoxFinder<'_> {
                 target: CallTarget::Func(n) | CallTarget::Input(n),
                 args,
             } if n == self.target => {
-                if self.counts() && self.include_calls {
+                if self.include_calls {
                     let b = args
                         .iter()
                         .map(|a| bounds_of_expr(a, &mut self.scope))
                         .collect();
-                    union_box(&mut self.result, b);
+                    self.record_read(b);
                 }
                 args.iter().for_each(|a| self.expr(a));
             }
@@ -126,8 +153,8 @@ impl BoxFinder<'_> {
             {
                 // Normalise to `v op e` with `v` a variable in scope.
                 let (v, e, op) = match (a.as_var(), b.as_var()) {
-                    (Some(v), _) if self.scope.get(v).is_some() => (v, b, *op),
-                    (_, Some(v)) if self.scope.get(v).is_some() => {
+                    (Some(v), _) if self.scope.contains(v) => (v, b, *op),
+                    (_, Some(v)) if self.scope.contains(v) => {
                         let flipped = match op {
                             Lt => Gt,
                             Le => Ge,
@@ -162,7 +189,7 @@ impl BoxFinder<'_> {
                     Eq => (bound.min, bound.max),
                     _ => return 0,
                 };
-                let Some(cur) = self.scope.get(v).cloned() else {
+                let Some(cur) = self.scope.get(v) else {
                     return 0;
                 };
                 let join =
@@ -185,8 +212,7 @@ impl BoxFinder<'_> {
         match s {
             Stmt::LetStmt { name, value, body } => {
                 self.expr(value);
-                let v = bounds_of_expr(value, &mut self.scope);
-                self.scope.push(name, v);
+                self.scope.push_lazy(name, value.clone());
                 self.stmt(body);
                 self.scope.pop();
             }
@@ -218,7 +244,7 @@ impl BoxFinder<'_> {
                 self.scope.pop();
             }
             Stmt::Provide { func, args, value } => {
-                if self.include_provides && func == self.target && self.counts() {
+                if self.include_provides && func == self.target {
                     let b = args
                         .iter()
                         .map(|a| bounds_of_expr(a, &mut self.scope))
@@ -228,6 +254,13 @@ impl BoxFinder<'_> {
                 args.iter().for_each(|a| self.expr(a));
                 self.expr(value);
             }
+            // A func is only written while producing it: the rest of the
+            // pipeline need not be walked to find what it writes.
+            Stmt::ProducerConsumer {
+                func,
+                producing: false,
+                ..
+            } if !self.include_calls && func == self.target => {}
             Stmt::ProducerConsumer {
                 func,
                 producing,
@@ -284,7 +317,7 @@ pub fn box_touched(s: &Stmt, func: &str, include_provides: bool, params: &Scope)
         target: func,
         include_provides,
         include_calls: true,
-        only_inside: None,
+        by_reader: None,
         producing: Vec::new(),
         scope: params.clone(),
         result: None,
@@ -293,18 +326,36 @@ pub fn box_touched(s: &Stmt, func: &str, include_provides: bool, params: &Scope)
     f.result
 }
 
-fn box_read_by(s: &Stmt, input: &str, reader: &str, params: &Scope) -> Option<Box_> {
+/// The box of `input` read while producing each func, in order of first
+/// read.
+fn boxes_read_by_each(s: &Stmt, input: &str, scope: Scope) -> (Vec<(String, Box_)>, Scope) {
     let mut f = BoxFinder {
         target: input,
         include_provides: false,
         include_calls: true,
-        only_inside: Some(reader),
+        by_reader: Some(Vec::new()),
         producing: Vec::new(),
-        scope: params.clone(),
+        scope,
         result: None,
     };
     f.stmt(s);
-    f.result
+    (f.by_reader.unwrap_or_default(), f.scope)
+}
+
+/// [`box_touched`] of the reads, in `scope` (which may name large bounds
+/// of lets, see [`Scope::naming`]); returns the scope too.
+fn box_read_in(s: &Stmt, func: &str, scope: Scope) -> (Option<Box_>, Scope) {
+    let mut f = BoxFinder {
+        target: func,
+        include_provides: false,
+        include_calls: true,
+        by_reader: None,
+        producing: Vec::new(),
+        scope,
+        result: None,
+    };
+    f.stmt(s);
+    (f.result, f.scope)
 }
 
 /// The declared ranges of the scalar parameters, which bound indices
@@ -328,7 +379,7 @@ pub fn box_provided(s: &Stmt, func: &str) -> Option<Box_> {
         target: func,
         include_provides: true,
         include_calls: false,
-        only_inside: None,
+        by_reader: None,
         producing: Vec::new(),
         scope: Scope::default(),
         result: None,
@@ -554,6 +605,94 @@ fn region_lets(pipeline: &Pipeline, func: &str, region: &Box_) -> Vec<(String, E
     lets
 }
 
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Placement {
+    Searching,
+    Found,
+    Placed,
+}
+
+/// Puts a func's region lets at the top of the innermost loop that encloses
+/// its production, after the lets already there. Every func computed at
+/// that loop binds its region there, consumers first, so a producer's
+/// region names its consumers' regions (`let outg_4.s0.x.min =
+/// (outg_3.s0.x.min / 2) - 1`) instead of repeating their expansions: each
+/// region stays a small expression however long the chain of stages.
+struct LetPlacer<'a> {
+    func: &'a str,
+    lets: &'a [(String, Expr)],
+    state: Placement,
+}
+
+impl Mutator for LetPlacer<'_> {
+    fn mutate_expr(&mut self, e: &Expr) -> Expr {
+        e.clone()
+    }
+    fn mutate_stmt(&mut self, s: &Stmt) -> Stmt {
+        if self.state != Placement::Searching {
+            return s.clone();
+        }
+        match s {
+            Stmt::ProducerConsumer {
+                func,
+                producing: true,
+                ..
+            } if func == self.func => {
+                self.state = Placement::Found;
+                s.clone()
+            }
+            Stmt::For {
+                var,
+                min,
+                extent,
+                kind,
+                body,
+            } => {
+                let mut body = self.mutate_stmt(body);
+                if self.state == Placement::Found {
+                    body = after_leading_lets(&body, self.func, self.lets);
+                    self.state = Placement::Placed;
+                }
+                Stmt::For {
+                    var: var.clone(),
+                    min: min.clone(),
+                    extent: extent.clone(),
+                    kind: *kind,
+                    body: Box::new(body),
+                }
+            }
+            _ => mutate_stmt_children(self, s),
+        }
+    }
+}
+
+/// Wraps the first statement below `s`'s leading lets (and `func`'s own
+/// realization, whose storage is then bounded in terms of what encloses
+/// it) in `lets`, so that they can use every name bound above them. Other
+/// funcs' realizations are not entered: a consumer's region, bound before
+/// its producer's, must enclose it.
+fn after_leading_lets(s: &Stmt, func: &str, lets: &[(String, Expr)]) -> Stmt {
+    match s {
+        Stmt::LetStmt { name, value, body } => Stmt::LetStmt {
+            name: name.clone(),
+            value: value.clone(),
+            body: Box::new(after_leading_lets(body, func, lets)),
+        },
+        Stmt::Realize {
+            func: realized,
+            ty,
+            bounds,
+            body,
+        } if realized == func => Stmt::Realize {
+            func: realized.clone(),
+            ty: *ty,
+            bounds: bounds.clone(),
+            body: Box::new(after_leading_lets(body, func, lets)),
+        },
+        _ => wrap_lets(lets, s.clone()),
+    }
+}
+
 fn wrap_lets(lets: &[(String, Expr)], body: Stmt) -> Stmt {
     lets.iter().rev().fold(body, |b, (n, v)| Stmt::LetStmt {
         name: n.clone(),
@@ -577,37 +716,43 @@ pub fn bounds_inference(
     let mut stmt = body.clone();
     let mut root_lets: Vec<(String, Expr)> = Vec::new();
     let params = param_scope(pipeline);
+    let mut helper_count = 0;
     for name in tree.realization_order.iter().rev() {
         let sched = tree
             .func(name)
             .ok_or_else(|| LowerBug(format!("no schedule for {name}")))?;
-        let mut err = None;
+        let mut result = None;
+        let mut named = Vec::new();
         let mut wrap = |node: &Stmt, consume: &Stmt| -> Stmt {
-            let required = box_touched(consume, name, false, &params);
-            match func_region(tree, pipeline, name, required) {
-                Ok(region) => {
-                    let lets = region_lets(pipeline, name, &region);
-                    if sched.compute == Level::Root {
-                        root_lets.extend(lets);
-                        node.clone()
-                    } else {
-                        wrap_lets(&lets, node.clone())
-                    }
-                }
-                Err(e) => {
-                    err = Some(e);
-                    node.clone()
-                }
-            }
+            let scope = params.clone().naming("", helper_count);
+            let (required, scope) = box_read_in(consume, name, scope);
+            (named, helper_count) = scope.named();
+            result = Some(func_region(tree, pipeline, name, required));
+            node.clone()
         };
-        let (s, found) = at_injection(&stmt, name, &mut wrap);
-        if let Some(e) = err {
-            return Err(e);
-        }
+        let (_, found) = at_injection(&stmt, name, &mut wrap);
         if !found {
             return Err(LowerBug(format!("injection point of {name} not found")).into());
         }
-        stmt = s;
+        let region = result.ok_or_else(|| LowerBug(format!("no region for {name}")))??;
+        let region_lets = region_lets(pipeline, name, &region);
+        let used: Vec<Expr> = region_lets.iter().map(|(_, v)| v.clone()).collect();
+        let mut lets = needed_lets(&named, &used);
+        lets.extend(region_lets);
+        if sched.compute == Level::Root {
+            root_lets.extend(lets);
+            continue;
+        }
+        let mut placer = LetPlacer {
+            func: name,
+            lets: &lets,
+            state: Placement::Searching,
+        };
+        stmt = placer.mutate_stmt(&stmt);
+        if placer.state != Placement::Placed {
+            // No loop encloses the func: its compute level is the root.
+            root_lets.extend(lets);
+        }
     }
     Ok((stmt, root_lets))
 }
@@ -619,6 +764,7 @@ pub fn bounds_inference(
 pub fn realize_bounds(body: &Stmt) -> Result<Stmt, LowerError> {
     struct R {
         err: Option<LowerError>,
+        helper_count: usize,
     }
     impl Mutator for R {
         fn mutate_stmt(&mut self, s: &Stmt) -> Stmt {
@@ -640,13 +786,32 @@ pub fn realize_bounds(body: &Stmt) -> Result<Stmt, LowerError> {
                 }
                 // Consumers only read what bounds inference made the stages
                 // write, so the written box is the storage needed.
-                let b = box_provided(&body, func).unwrap_or_default();
+                let mut f = BoxFinder {
+                    target: func,
+                    include_provides: true,
+                    include_calls: false,
+                    by_reader: None,
+                    producing: Vec::new(),
+                    scope: Scope::default().naming("storage_", self.helper_count),
+                    result: None,
+                };
+                f.stmt(&body);
+                let b = f.result.unwrap_or_default();
+                let named;
+                (named, self.helper_count) = f.scope.named();
                 let mut ranges = Vec::new();
                 for iv in b {
                     match (iv.min, iv.max) {
                         (Some(lo), Some(hi)) => {
-                            let extent =
+                            let mut extent =
                                 simplify(&Expr::add(Expr::sub(hi, lo.clone()), Expr::i32(1)));
+                            // A region computed for iterations that a guard
+                            // skips (the rows of a tile past the image's
+                            // edge) is empty, and its max may lie below its
+                            // min: allocate nothing for it.
+                            if extent.as_int().is_none() {
+                                extent = Expr::max(extent, Expr::i32(0));
+                            }
                             ranges.push(Range { min: lo, extent });
                         }
                         _ => {
@@ -656,17 +821,28 @@ pub fn realize_bounds(body: &Stmt) -> Result<Stmt, LowerError> {
                         }
                     }
                 }
-                return Stmt::Realize {
-                    func: func.clone(),
-                    ty: *ty,
-                    bounds: ranges,
-                    body: Box::new(body),
-                };
+                let used: Vec<Expr> = ranges
+                    .iter()
+                    .flat_map(|r| [r.min.clone(), r.extent.clone()])
+                    .collect();
+                let lets = needed_lets(&named, &used);
+                return wrap_lets(
+                    &lets,
+                    Stmt::Realize {
+                        func: func.clone(),
+                        ty: *ty,
+                        bounds: ranges,
+                        body: Box::new(body),
+                    },
+                );
             }
             mutate_stmt_children(self, s)
         }
     }
-    let mut r = R { err: None };
+    let mut r = R {
+        err: None,
+        helper_count: 0,
+    };
     let out = r.mutate_stmt(body);
     match r.err {
         Some(e) => Err(e),
@@ -687,9 +863,16 @@ pub fn finish(
     let mut checks = Vec::new();
     let params = param_scope(pipeline);
     let readers: Vec<String> = pipeline.funcs.iter().map(|f| f.name.clone()).collect();
+    let mut named = Vec::new();
+    let mut count = 0;
     for input in &pipeline.inputs {
+        let scope = params.clone().naming("checked_", count);
+        let (by_reader, scope) = boxes_read_by_each(&body, &input.name, scope);
+        let (more, next) = scope.named();
+        named.extend(more);
+        count = next;
         for reader in &readers {
-            let Some(b) = box_read_by(&body, &input.name, reader, &params) else {
+            let Some((_, b)) = by_reader.iter().find(|(r, _)| r == reader) else {
                 continue;
             };
             for (d, iv) in b.iter().enumerate() {
@@ -732,9 +915,17 @@ pub fn finish(
             }
         }
     }
+    let checked: Vec<Expr> = checks
+        .iter()
+        .filter_map(|c| match c {
+            Stmt::Assert { cond, .. } => Some(cond.clone()),
+            _ => None,
+        })
+        .collect();
+    let check_lets = needed_lets(&named, &checked);
     let mut all = checks;
     all.push(DropEmptyConsumes.mutate_stmt(&body));
-    let body = wrap_lets(root_lets, Stmt::block(all));
+    let body = wrap_lets(root_lets, wrap_lets(&check_lets, Stmt::block(all)));
     let mut c = ConstantExtents {
         lets: Vec::new(),
         err: None,
@@ -812,6 +1003,38 @@ impl Mutator for ConstantExtents {
                     e = argent_ir::visit::substitute(&e, n, v);
                 }
                 let e = simplify(&e);
+                // An unrolled loop whose extent varies (the last rows of a
+                // tile clamped to the image) runs its largest extent, each
+                // copy guarded to the iterations the loop really has.
+                if *kind == argent_ir::ForKind::Unrolled && e.as_int().is_none() {
+                    if let Some(k) = crate::arith::const_upper_bound(&e).filter(|k| *k > 0) {
+                        let inside = Expr::lt(
+                            Expr::var_i32(var.clone()),
+                            Expr::add(min.clone(), extent.clone()),
+                        );
+                        return Stmt::For {
+                            var: var.clone(),
+                            min: min.clone(),
+                            extent: Expr::i32(k),
+                            kind: *kind,
+                            body: Box::new(Stmt::IfThenElse {
+                                cond: inside,
+                                then: Box::new(self.mutate_stmt(body)),
+                                otherwise: None,
+                            }),
+                        };
+                    }
+                    // Its extent has no constant bound (a channel range
+                    // taken from the output buffer): unrolling is only a
+                    // hint, so the loop stays serial rather than failing.
+                    return Stmt::For {
+                        var: var.clone(),
+                        min: min.clone(),
+                        extent: extent.clone(),
+                        kind: argent_ir::ForKind::Serial,
+                        body: Box::new(self.mutate_stmt(body)),
+                    };
+                }
                 if e.as_int().is_none() && self.err.is_none() {
                     self.err = Some(LowerError::Algorithm(format!(
                         "the loop `{var}` is {} but its extent `{extent}` is not a constant; give the directive a factor or add a bound()",

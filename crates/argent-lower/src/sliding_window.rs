@@ -7,7 +7,39 @@
 use crate::arith::{Monotonic, monotonic, simplify};
 use crate::schedule_tree::{Level, ScheduleTree};
 use argent_ir::visit::{Mutator, expr_uses_var, mutate_stmt_children, substitute};
-use argent_ir::{Expr, ForKind, Stmt};
+use argent_ir::{Expr, ExprKind, ForKind, Stmt};
+use std::collections::HashMap;
+
+fn free_vars(e: &Expr, out: &mut Vec<String>) {
+    struct V<'a>(&'a mut Vec<String>);
+    impl argent_ir::visit::Visitor for V<'_> {
+        fn visit_expr(&mut self, e: &Expr) {
+            if let ExprKind::Var(n) = e.kind() {
+                if !self.0.contains(n) {
+                    self.0.push(n.clone());
+                }
+            }
+            argent_ir::visit::walk_expr(self, e);
+        }
+    }
+    argent_ir::visit::Visitor::visit_expr(&mut V(out), e);
+}
+
+/// `e` with every variable in `map` replaced at once.
+fn substitute_all(e: &Expr, map: &HashMap<String, Expr>) -> Expr {
+    struct S<'a>(&'a HashMap<String, Expr>);
+    impl Mutator for S<'_> {
+        fn mutate_expr(&mut self, e: &Expr) -> Expr {
+            if let ExprKind::Var(n) = e.kind() {
+                if let Some(v) = self.0.get(n) {
+                    return v.clone();
+                }
+            }
+            argent_ir::visit::mutate_expr_children(self, e)
+        }
+    }
+    S(map).mutate_expr(e)
+}
 
 /// Apply sliding windows wherever the schedule stores a func outside its
 /// compute loop and the loop is serial.
@@ -55,12 +87,37 @@ struct Slider<'a> {
 }
 
 impl Slider<'_> {
+    /// `e` with the lets seen substituted. Regions name the regions of
+    /// the funcs computed before them at the same level, in chains (a
+    /// pyramid's levels): each let is expanded once and simplified, so
+    /// the chain does not grow with every link.
     fn expand(&self, e: &Expr) -> Expr {
-        let mut e = e.clone();
-        for (n, v) in self.lets.iter().rev() {
-            e = substitute(&e, n, v);
+        let mut memo = HashMap::new();
+        self.expand_below(e, self.lets.len(), &mut memo)
+    }
+
+    fn expand_below(&self, e: &Expr, upto: usize, memo: &mut HashMap<usize, Expr>) -> Expr {
+        let mut free = Vec::new();
+        free_vars(e, &mut free);
+        let mut map = HashMap::new();
+        for name in free {
+            let Some(i) = self.lets[..upto].iter().rposition(|(n, _)| *n == name) else {
+                continue;
+            };
+            let value = match memo.get(&i) {
+                Some(v) => v.clone(),
+                None => {
+                    let v = self.expand_below(&self.lets[i].1, i, memo);
+                    memo.insert(i, v.clone());
+                    v
+                }
+            };
+            map.insert(name, value);
         }
-        e
+        if map.is_empty() {
+            return e.clone();
+        }
+        simplify(&substitute_all(e, &map))
     }
 
     fn monotone(&self, e: &Expr) -> bool {

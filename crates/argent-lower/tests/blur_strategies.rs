@@ -17,44 +17,44 @@ fn breadth_first() {
     check(
         "blur_x.compute_root()",
         expect![[r#"
-        domain { blur_x.s0[y, x], blur_y.s0[y, x] }
-          sequence
-            filter blur_x.s0
-              band [y, x] permutable coincident [1, 1]
-            filter blur_y.s0
-              band [y, x] permutable coincident [1, 1]
+            domain { blur_x.s0[y, x], blur_y.s0[y, x] }
+              sequence
+                filter blur_x.s0
+                  band [y, x] permutable coincident [1, 1]
+                filter blur_y.s0
+                  band [y, x] permutable coincident [1, 1]
 
-        let blur_y.s0.x.min = blur_y.min.0
-        let blur_y.s0.x.max = ((blur_y.extent.0 + blur_y.min.0) - 1)
-        let blur_y.s0.y.min = blur_y.min.1
-        let blur_y.s0.y.max = ((blur_y.extent.1 + blur_y.min.1) - 1)
-        let blur_x.s0.x.min = blur_y.s0.x.min
-        let blur_x.s0.x.max = blur_y.s0.x.max
-        let blur_x.s0.y.min = (blur_y.s0.y.min - 1)
-        let blur_x.s0.y.max = (blur_y.s0.y.max + 1)
-        assert((((blur_x.s0.x.min - 1) >= in.min.0) && ((blur_x.s0.x.max + 1) <= ((in.extent.0 + in.min.0) - 1))), InputTooSmall { input: "in", stage: "blur_x", dim: 0 }, [(blur_x.s0.x.min - 1), (blur_x.s0.x.max + 1), in.min.0, ((in.extent.0 + in.min.0) - 1)])
-        assert(((blur_x.s0.y.min >= in.min.1) && (blur_x.s0.y.max <= ((in.extent.1 + in.min.1) - 1))), InputTooSmall { input: "in", stage: "blur_x", dim: 1 }, [blur_x.s0.y.min, blur_x.s0.y.max, in.min.1, ((in.extent.1 + in.min.1) - 1)])
-        assert(((blur_y.s0.x.min >= blur_y.min.0) && (blur_y.s0.x.max <= ((blur_y.extent.0 + blur_y.min.0) - 1))), OutputTooSmall { output: "blur_y", dim: 0 }, [blur_y.s0.x.min, blur_y.s0.x.max, blur_y.min.0, ((blur_y.extent.0 + blur_y.min.0) - 1)])
-        assert(((blur_y.s0.y.min >= blur_y.min.1) && (blur_y.s0.y.max <= ((blur_y.extent.1 + blur_y.min.1) - 1))), OutputTooSmall { output: "blur_y", dim: 1 }, [blur_y.s0.y.min, blur_y.s0.y.max, blur_y.min.1, ((blur_y.extent.1 + blur_y.min.1) - 1)])
-        realize blur_x: u16([blur_x.s0.x.min, ((blur_x.s0.x.max - blur_x.s0.x.min) + 1)], [blur_x.s0.y.min, ((blur_x.s0.y.max - blur_x.s0.y.min) + 1)]) {
-          produce blur_x {
-            for (blur_x.s0.y, blur_x.s0.y.min, ((blur_x.s0.y.max - blur_x.s0.y.min) + 1)) {
-              for (blur_x.s0.x, blur_x.s0.x.min, ((blur_x.s0.x.max - blur_x.s0.x.min) + 1)) {
-                blur_x(blur_x.s0.x, blur_x.s0.y) = (((in((blur_x.s0.x + -1), (blur_x.s0.y + 0)) + in((blur_x.s0.x + 0), (blur_x.s0.y + 0))) + in((blur_x.s0.x + 1), (blur_x.s0.y + 0))) / u16(3))
+            let blur_y.s0.x.min = blur_y.min.0
+            let blur_y.s0.x.max = ((blur_y.extent.0 + blur_y.min.0) - 1)
+            let blur_y.s0.y.min = blur_y.min.1
+            let blur_y.s0.y.max = ((blur_y.extent.1 + blur_y.min.1) - 1)
+            let blur_x.s0.x.min = blur_y.s0.x.min
+            let blur_x.s0.x.max = blur_y.s0.x.max
+            let blur_x.s0.y.min = (blur_y.s0.y.min - 1)
+            let blur_x.s0.y.max = (blur_y.s0.y.max + 1)
+            assert((((blur_x.s0.x.min - 1) >= in.min.0) && ((blur_x.s0.x.max + 1) <= ((in.extent.0 + in.min.0) - 1))), InputTooSmall { input: "in", stage: "blur_x", dim: 0 }, [(blur_x.s0.x.min - 1), (blur_x.s0.x.max + 1), in.min.0, ((in.extent.0 + in.min.0) - 1)])
+            assert(((blur_x.s0.y.min >= in.min.1) && (blur_x.s0.y.max <= ((in.extent.1 + in.min.1) - 1))), InputTooSmall { input: "in", stage: "blur_x", dim: 1 }, [blur_x.s0.y.min, blur_x.s0.y.max, in.min.1, ((in.extent.1 + in.min.1) - 1)])
+            assert(((blur_y.s0.x.min >= blur_y.min.0) && (blur_y.s0.x.max <= ((blur_y.extent.0 + blur_y.min.0) - 1))), OutputTooSmall { output: "blur_y", dim: 0 }, [blur_y.s0.x.min, blur_y.s0.x.max, blur_y.min.0, ((blur_y.extent.0 + blur_y.min.0) - 1)])
+            assert(((blur_y.s0.y.min >= blur_y.min.1) && (blur_y.s0.y.max <= ((blur_y.extent.1 + blur_y.min.1) - 1))), OutputTooSmall { output: "blur_y", dim: 1 }, [blur_y.s0.y.min, blur_y.s0.y.max, blur_y.min.1, ((blur_y.extent.1 + blur_y.min.1) - 1)])
+            realize blur_x: u16([blur_x.s0.x.min, max(((blur_x.s0.x.max - blur_x.s0.x.min) + 1), 0)], [blur_x.s0.y.min, max(((blur_x.s0.y.max - blur_x.s0.y.min) + 1), 0)]) {
+              produce blur_x {
+                for (blur_x.s0.y, blur_x.s0.y.min, ((blur_x.s0.y.max - blur_x.s0.y.min) + 1)) {
+                  for (blur_x.s0.x, blur_x.s0.x.min, ((blur_x.s0.x.max - blur_x.s0.x.min) + 1)) {
+                    blur_x(blur_x.s0.x, blur_x.s0.y) = (((in((blur_x.s0.x + -1), (blur_x.s0.y + 0)) + in((blur_x.s0.x + 0), (blur_x.s0.y + 0))) + in((blur_x.s0.x + 1), (blur_x.s0.y + 0))) / u16(3))
+                  }
+                }
               }
-            }
-          }
-          consume blur_x {
-            produce blur_y {
-              for (blur_y.s0.y, blur_y.s0.y.min, ((blur_y.s0.y.max - blur_y.s0.y.min) + 1)) {
-                for (blur_y.s0.x, blur_y.s0.x.min, ((blur_y.s0.x.max - blur_y.s0.x.min) + 1)) {
-                  blur_y(blur_y.s0.x, blur_y.s0.y) = (((blur_x((blur_y.s0.x + 0), (blur_y.s0.y + -1)) + blur_x((blur_y.s0.x + 0), (blur_y.s0.y + 0))) + blur_x((blur_y.s0.x + 0), (blur_y.s0.y + 1))) / u16(3))
+              consume blur_x {
+                produce blur_y {
+                  for (blur_y.s0.y, blur_y.s0.y.min, ((blur_y.s0.y.max - blur_y.s0.y.min) + 1)) {
+                    for (blur_y.s0.x, blur_y.s0.x.min, ((blur_y.s0.x.max - blur_y.s0.x.min) + 1)) {
+                      blur_y(blur_y.s0.x, blur_y.s0.y) = (((blur_x((blur_y.s0.x + 0), (blur_y.s0.y + -1)) + blur_x((blur_y.s0.x + 0), (blur_y.s0.y + 0))) + blur_x((blur_y.s0.x + 0), (blur_y.s0.y + 1))) / u16(3))
+                    }
+                  }
                 }
               }
             }
-          }
-        }
-    "#]],
+        "#]],
     );
 }
 
@@ -138,46 +138,46 @@ fn sliding_window() {
     check(
         "blur_x.store_root().compute_at(blur_y, y)",
         expect![[r#"
-        domain { blur_x.s0[y, x], blur_y.s0[y, x] }
-          filter blur_y.s0
-            band [y] permutable coincident [1]
-              sequence
-                filter blur_x.s0
-                  band [y, x] permutable coincident [1, 1]
-                band [x] permutable coincident [1]
-        # blur_x: compute at blur_y.s0.y, store at root
+            domain { blur_x.s0[y, x], blur_y.s0[y, x] }
+              filter blur_y.s0
+                band [y] permutable coincident [1]
+                  sequence
+                    filter blur_x.s0
+                      band [y, x] permutable coincident [1, 1]
+                    band [x] permutable coincident [1]
+            # blur_x: compute at blur_y.s0.y, store at root
 
-        let blur_y.s0.x.min = blur_y.min.0
-        let blur_y.s0.x.max = ((blur_y.extent.0 + blur_y.min.0) - 1)
-        let blur_y.s0.y.min = blur_y.min.1
-        let blur_y.s0.y.max = ((blur_y.extent.1 + blur_y.min.1) - 1)
-        assert((((blur_y.s0.x.min - 1) >= in.min.0) && ((blur_y.s0.x.max + 1) <= ((in.extent.0 + in.min.0) - 1))), InputTooSmall { input: "in", stage: "blur_x", dim: 0 }, [(blur_y.s0.x.min - 1), (blur_y.s0.x.max + 1), in.min.0, ((in.extent.0 + in.min.0) - 1)])
-        assert((((blur_y.s0.y.min - 1) >= in.min.1) && ((blur_y.s0.y.max + 1) <= ((in.extent.1 + in.min.1) - 1))), InputTooSmall { input: "in", stage: "blur_x", dim: 1 }, [(blur_y.s0.y.min - 1), (blur_y.s0.y.max + 1), in.min.1, ((in.extent.1 + in.min.1) - 1)])
-        assert(((blur_y.s0.x.min >= blur_y.min.0) && (blur_y.s0.x.max <= ((blur_y.extent.0 + blur_y.min.0) - 1))), OutputTooSmall { output: "blur_y", dim: 0 }, [blur_y.s0.x.min, blur_y.s0.x.max, blur_y.min.0, ((blur_y.extent.0 + blur_y.min.0) - 1)])
-        assert(((blur_y.s0.y.min >= blur_y.min.1) && (blur_y.s0.y.max <= ((blur_y.extent.1 + blur_y.min.1) - 1))), OutputTooSmall { output: "blur_y", dim: 1 }, [blur_y.s0.y.min, blur_y.s0.y.max, blur_y.min.1, ((blur_y.extent.1 + blur_y.min.1) - 1)])
-        realize blur_x: u16([blur_y.s0.x.min, ((blur_y.s0.x.max - blur_y.s0.x.min) + 1)], [0, 4]) {
-          produce blur_y {
-            for (blur_y.s0.y, blur_y.s0.y.min, ((blur_y.s0.y.max - blur_y.s0.y.min) + 1)) {
-              let blur_x.s0.x.min = blur_y.s0.x.min
-              let blur_x.s0.x.max = blur_y.s0.x.max
-              let blur_x.s0.y.min = select((blur_y.s0.y > blur_y.s0.y.min), (blur_y.s0.y + 1), (blur_y.s0.y - 1))
-              let blur_x.s0.y.max = (blur_y.s0.y + 1)
-              produce blur_x {
-                for (blur_x.s0.y, blur_x.s0.y.min, ((blur_x.s0.y.max - blur_x.s0.y.min) + 1)) {
-                  for (blur_x.s0.x, blur_x.s0.x.min, ((blur_x.s0.x.max - blur_x.s0.x.min) + 1)) {
-                    blur_x(blur_x.s0.x, (blur_x.s0.y % 4)) = (((in((blur_x.s0.x + -1), (blur_x.s0.y + 0)) + in((blur_x.s0.x + 0), (blur_x.s0.y + 0))) + in((blur_x.s0.x + 1), (blur_x.s0.y + 0))) / u16(3))
+            let blur_y.s0.x.min = blur_y.min.0
+            let blur_y.s0.x.max = ((blur_y.extent.0 + blur_y.min.0) - 1)
+            let blur_y.s0.y.min = blur_y.min.1
+            let blur_y.s0.y.max = ((blur_y.extent.1 + blur_y.min.1) - 1)
+            assert((((blur_y.s0.x.min - 1) >= in.min.0) && ((blur_y.s0.x.max + 1) <= ((in.extent.0 + in.min.0) - 1))), InputTooSmall { input: "in", stage: "blur_x", dim: 0 }, [(blur_y.s0.x.min - 1), (blur_y.s0.x.max + 1), in.min.0, ((in.extent.0 + in.min.0) - 1)])
+            assert((((blur_y.s0.y.min - 1) >= in.min.1) && ((blur_y.s0.y.max + 1) <= ((in.extent.1 + in.min.1) - 1))), InputTooSmall { input: "in", stage: "blur_x", dim: 1 }, [(blur_y.s0.y.min - 1), (blur_y.s0.y.max + 1), in.min.1, ((in.extent.1 + in.min.1) - 1)])
+            assert(((blur_y.s0.x.min >= blur_y.min.0) && (blur_y.s0.x.max <= ((blur_y.extent.0 + blur_y.min.0) - 1))), OutputTooSmall { output: "blur_y", dim: 0 }, [blur_y.s0.x.min, blur_y.s0.x.max, blur_y.min.0, ((blur_y.extent.0 + blur_y.min.0) - 1)])
+            assert(((blur_y.s0.y.min >= blur_y.min.1) && (blur_y.s0.y.max <= ((blur_y.extent.1 + blur_y.min.1) - 1))), OutputTooSmall { output: "blur_y", dim: 1 }, [blur_y.s0.y.min, blur_y.s0.y.max, blur_y.min.1, ((blur_y.extent.1 + blur_y.min.1) - 1)])
+            realize blur_x: u16([blur_y.s0.x.min, max(((blur_y.s0.x.max - blur_y.s0.x.min) + 1), 0)], [0, 4]) {
+              produce blur_y {
+                for (blur_y.s0.y, blur_y.s0.y.min, ((blur_y.s0.y.max - blur_y.s0.y.min) + 1)) {
+                  let blur_x.s0.x.min = blur_y.s0.x.min
+                  let blur_x.s0.x.max = blur_y.s0.x.max
+                  let blur_x.s0.y.min = select((blur_y.s0.y > blur_y.s0.y.min), (blur_y.s0.y + 1), (blur_y.s0.y - 1))
+                  let blur_x.s0.y.max = (blur_y.s0.y + 1)
+                  produce blur_x {
+                    for (blur_x.s0.y, blur_x.s0.y.min, ((blur_x.s0.y.max - blur_x.s0.y.min) + 1)) {
+                      for (blur_x.s0.x, blur_x.s0.x.min, ((blur_x.s0.x.max - blur_x.s0.x.min) + 1)) {
+                        blur_x(blur_x.s0.x, (blur_x.s0.y % 4)) = (((in((blur_x.s0.x + -1), (blur_x.s0.y + 0)) + in((blur_x.s0.x + 0), (blur_x.s0.y + 0))) + in((blur_x.s0.x + 1), (blur_x.s0.y + 0))) / u16(3))
+                      }
+                    }
+                  }
+                  consume blur_x {
+                    for (blur_y.s0.x, blur_y.s0.x.min, ((blur_y.s0.x.max - blur_y.s0.x.min) + 1)) {
+                      blur_y(blur_y.s0.x, blur_y.s0.y) = (((blur_x((blur_y.s0.x + 0), ((blur_y.s0.y + -1) % 4)) + blur_x((blur_y.s0.x + 0), ((blur_y.s0.y + 0) % 4))) + blur_x((blur_y.s0.x + 0), ((blur_y.s0.y + 1) % 4))) / u16(3))
+                    }
                   }
                 }
               }
-              consume blur_x {
-                for (blur_y.s0.x, blur_y.s0.x.min, ((blur_y.s0.x.max - blur_y.s0.x.min) + 1)) {
-                  blur_y(blur_y.s0.x, blur_y.s0.y) = (((blur_x((blur_y.s0.x + 0), ((blur_y.s0.y + -1) % 4)) + blur_x((blur_y.s0.x + 0), ((blur_y.s0.y + 0) % 4))) + blur_x((blur_y.s0.x + 0), ((blur_y.s0.y + 1) % 4))) / u16(3))
-                }
-              }
             }
-          }
-        }
-    "#]],
+        "#]],
     );
 }
 
@@ -208,7 +208,7 @@ fn overlapping_tiles() {
             produce blur_y {
               parallel (blur_y.s0.y.yo, 0, (((blur_y.s0.y.max - blur_y.s0.y.min) + 8) / 8)) {
                 for (blur_y.s0.x.xo, 0, (((blur_y.s0.x.max - blur_y.s0.x.min) + 8) / 8)) {
-                  realize blur_x: u16([max((blur_y.s0.x.min + (blur_y.s0.x.xo * 8)), blur_y.s0.x.min), ((min(((blur_y.s0.x.min + (blur_y.s0.x.xo * 8)) + 7), blur_y.s0.x.max) - max((blur_y.s0.x.min + (blur_y.s0.x.xo * 8)), blur_y.s0.x.min)) + 1)], [(max((blur_y.s0.y.min + (blur_y.s0.y.yo * 8)), blur_y.s0.y.min) - 1), ((min(((blur_y.s0.y.min + (blur_y.s0.y.yo * 8)) + 7), blur_y.s0.y.max) - max((blur_y.s0.y.min + (blur_y.s0.y.yo * 8)), blur_y.s0.y.min)) + 3)]) {
+                  realize blur_x: u16([max((blur_y.s0.x.min + (blur_y.s0.x.xo * 8)), blur_y.s0.x.min), max(((min(((blur_y.s0.x.min + (blur_y.s0.x.xo * 8)) + 7), blur_y.s0.x.max) - max((blur_y.s0.x.min + (blur_y.s0.x.xo * 8)), blur_y.s0.x.min)) + 1), 0)], [(max((blur_y.s0.y.min + (blur_y.s0.y.yo * 8)), blur_y.s0.y.min) - 1), max(((min(((blur_y.s0.y.min + (blur_y.s0.y.yo * 8)) + 7), blur_y.s0.y.max) - max((blur_y.s0.y.min + (blur_y.s0.y.yo * 8)), blur_y.s0.y.min)) + 3), 0)]) {
                     let blur_x.s0.x.min = max((blur_y.s0.x.min + (blur_y.s0.x.xo * 8)), blur_y.s0.x.min)
                     let blur_x.s0.x.max = min(((blur_y.s0.x.min + (blur_y.s0.x.xo * 8)) + 7), blur_y.s0.x.max)
                     let blur_x.s0.y.min = (max((blur_y.s0.y.min + (blur_y.s0.y.yo * 8)), blur_y.s0.y.min) - 1)
@@ -266,7 +266,7 @@ fn sliding_window_within_strips() {
             assert(((blur_y.s0.y.min >= blur_y.min.1) && (min(((((((blur_y.s0.y.max - blur_y.s0.y.min) + 8) / 8) * 8) + blur_y.s0.y.min) - 1), blur_y.s0.y.max) <= ((blur_y.extent.1 + blur_y.min.1) - 1))), OutputTooSmall { output: "blur_y", dim: 1 }, [blur_y.s0.y.min, min(((((((blur_y.s0.y.max - blur_y.s0.y.min) + 8) / 8) * 8) + blur_y.s0.y.min) - 1), blur_y.s0.y.max), blur_y.min.1, ((blur_y.extent.1 + blur_y.min.1) - 1)])
             produce blur_y {
               parallel (blur_y.s0.y.yo, 0, (((blur_y.s0.y.max - blur_y.s0.y.min) + 8) / 8)) {
-                realize blur_x: u16([blur_y.s0.x.min, ((blur_y.s0.x.max - blur_y.s0.x.min) + 1)], [0, 4]) {
+                realize blur_x: u16([blur_y.s0.x.min, max(((blur_y.s0.x.max - blur_y.s0.x.min) + 1), 0)], [0, 4]) {
                   for (blur_y.s0.y.yi, 0, 8) {
                     let blur_x.s0.x.min = blur_y.s0.x.min
                     let blur_x.s0.x.max = blur_y.s0.x.max
