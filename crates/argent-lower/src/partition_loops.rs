@@ -252,6 +252,74 @@ fn negate(c: &Expr) -> Expr {
     }
 }
 
+/// `e` with its first `min`/`max` that uses `var` replaced by its first
+/// operand, and by its second; `None` when there is none.
+fn split_first_choice(e: &Expr, var: &str) -> Option<(Expr, Expr)> {
+    struct Choose<'a> {
+        var: &'a str,
+        second: bool,
+        done: bool,
+    }
+    impl Mutator for Choose<'_> {
+        fn mutate_expr(&mut self, e: &Expr) -> Expr {
+            if self.done {
+                return e.clone();
+            }
+            if let ExprKind::Binary {
+                op: BinOp::Min | BinOp::Max,
+                a,
+                b,
+            } = e.kind()
+                && expr_uses_var(e, self.var)
+            {
+                self.done = true;
+                return if self.second { b.clone() } else { a.clone() };
+            }
+            mutate_expr_children(self, e)
+        }
+    }
+    let mut first = Choose {
+        var,
+        second: false,
+        done: false,
+    };
+    let with_a = first.mutate_expr(e);
+    if !first.done {
+        return None;
+    }
+    let mut second = Choose {
+        var,
+        second: true,
+        done: false,
+    };
+    Some((with_a, second.mutate_expr(e)))
+}
+
+/// `e` marked `likely` again when it was (the steady state's rewriting
+/// looks through the marks; the loops inside still need them).
+fn keep_likely(e: Expr, was_likely: bool) -> Expr {
+    if was_likely && !is_likely(&e) {
+        Expr::likely(e)
+    } else {
+        e
+    }
+}
+
+/// The operands of a chain of `&&`, left to right.
+fn split_conjunction(e: &Expr, out: &mut Vec<Expr>) {
+    match e.kind() {
+        ExprKind::Binary {
+            op: BinOp::And,
+            a,
+            b,
+        } => {
+            split_conjunction(a, out);
+            split_conjunction(b, out);
+        }
+        _ => out.push(e.clone()),
+    }
+}
+
 /// Builds the steady-state body of one loop and the bounds of the loop
 /// variable under which it is valid.
 struct Steady<'a> {
@@ -464,7 +532,6 @@ impl Steady<'_> {
         if !argent_ir::visit::expr_uses_var(&d, self.var) {
             return None;
         }
-        let fact = d.clone();
         // The condition must hold for every value of inner loop variables:
         // take the largest value of d over them.
         if self
@@ -483,9 +550,45 @@ impl Steady<'_> {
             }
             d = simplify(&bounds_of_expr_in_scope(&d, &scope).max?);
         }
-        // d must be c * var + rest with a constant c.
+        self.solve_linear(&d, 0)
+    }
+
+    /// Bounds on the loop variable under which `d <= 0`, for `d` linear in
+    /// it. A `min`/`max` of the variable (the clamp of a loop split with
+    /// `shift_inwards`, `min(w - 8, xo * 8)`) is one of its operands, so
+    /// `d <= 0` holds when it holds with either operand in its place: both
+    /// cases are solved and both must hold (a case free of the variable
+    /// becomes a condition on the whole steady state).
+    fn solve_linear(&self, d: &Expr, depth: usize) -> Option<Solution> {
         let v = self.var;
-        let at = |k: i64| simplify(&substitute(&d, v, &Expr::i32(k)));
+        if !argent_ir::visit::expr_uses_var(d, v) {
+            if depth == 0 || vars_of(d).iter().any(|n| self.inner_names.contains(n)) {
+                return None;
+            }
+            // A loop-invariant condition: when it fails, the steady state
+            // is empty (its lower bound is past any loop end).
+            let never = Expr::i32(i64::from(i32::MAX / 2));
+            let lower = simplify(&Expr::select(
+                Expr::le(d.clone(), Expr::i32(0)),
+                Expr::i32(i64::from(i32::MIN / 2)),
+                never,
+            ));
+            return Some((vec![lower], Vec::new(), vec![d.clone()]));
+        }
+        if depth < 2
+            && let Some((with_a, with_b)) = split_first_choice(d, v)
+        {
+            let (a, b) = (simplify(&with_a), simplify(&with_b));
+            let (mut l1, mut u1, mut f1) = self.solve_linear(&a, depth + 1)?;
+            let (l2, u2, f2) = self.solve_linear(&b, depth + 1)?;
+            l1.extend(l2);
+            u1.extend(u2);
+            f1.extend(f2);
+            return Some((l1, u1, f1));
+        }
+        let fact = d.clone();
+        // d must be c * var + rest with a constant c.
+        let at = |k: i64| simplify(&substitute(d, v, &Expr::i32(k)));
         let rest = at(0);
         let c = const_int(&simplify(&Expr::sub(at(1), rest.clone())))?;
         if c == 0 {
@@ -560,7 +663,8 @@ impl Mutator for Steady<'_> {
                         return likely.clone();
                     }
                 }
-                Expr::binary(*op, sa, sb)
+                // Undecided here: keep the marks for the loops inside.
+                Expr::binary(*op, keep_likely(sa, la), keep_likely(sb, lb))
             }
             ExprKind::Select {
                 cond,
@@ -577,7 +681,11 @@ impl Mutator for Steady<'_> {
                 if is_likely(otherwise) && !is_likely(then) && self.take(&negate(&c)) {
                     return o;
                 }
-                Expr::select(c, t, o)
+                Expr::select(
+                    keep_likely(c, is_likely_call(cond).is_some()),
+                    keep_likely(t, is_likely(then)),
+                    keep_likely(o, is_likely(otherwise)),
+                )
             }
             ExprKind::Let { name, value, body } => {
                 let v = self.mutate_expr(value);
@@ -633,8 +741,36 @@ impl Mutator for Steady<'_> {
                 if self.take(&c) {
                     return t;
                 }
+                // A guard of several split loops, `likely(x < w && y < h)`:
+                // the conjuncts this loop's variable decides leave the
+                // steady state, the others stay for the loops that decide
+                // them (inside or outside this one).
+                if o.is_none() {
+                    let inner = is_likely_call(&c).unwrap_or(&c).clone();
+                    let mut conjuncts = Vec::new();
+                    split_conjunction(&inner, &mut conjuncts);
+                    if conjuncts.len() > 1 {
+                        let (decided, rest): (Vec<Expr>, Vec<Expr>) = conjuncts
+                            .into_iter()
+                            .partition(|conjunct| self.solve(conjunct).is_some());
+                        if !decided.is_empty() {
+                            for conjunct in &decided {
+                                self.take(conjunct);
+                            }
+                            let rest = rest
+                                .into_iter()
+                                .reduce(Expr::and)
+                                .expect("a conjunct is left");
+                            return Stmt::IfThenElse {
+                                cond: Expr::likely(rest),
+                                then: Box::new(t),
+                                otherwise: None,
+                            };
+                        }
+                    }
+                }
                 Stmt::IfThenElse {
-                    cond: c,
+                    cond: Expr::likely(c),
                     then: Box::new(t),
                     otherwise: o,
                 }
