@@ -252,47 +252,39 @@ fn negate(c: &Expr) -> Expr {
     }
 }
 
-/// `e` with its first `min`/`max` that uses `var` replaced by its first
-/// operand, and by its second; `None` when there is none.
-fn split_first_choice(e: &Expr, var: &str) -> Option<(Expr, Expr)> {
+/// The name of the hole [`split_first_choice`] leaves.
+const CHOICE: &str = "partition.choice";
+
+/// `e` with its first `min`/`max` that uses `var` replaced by the variable
+/// [`CHOICE`], with that node's operator and operands; `None` when there
+/// is none.
+fn split_first_choice(e: &Expr, var: &str) -> Option<(Expr, BinOp, Expr, Expr)> {
     struct Choose<'a> {
         var: &'a str,
-        second: bool,
-        done: bool,
+        found: Option<(BinOp, Expr, Expr)>,
     }
     impl Mutator for Choose<'_> {
         fn mutate_expr(&mut self, e: &Expr) -> Expr {
-            if self.done {
+            if self.found.is_some() {
                 return e.clone();
             }
             if let ExprKind::Binary {
-                op: BinOp::Min | BinOp::Max,
+                op: op @ (BinOp::Min | BinOp::Max),
                 a,
                 b,
             } = e.kind()
                 && expr_uses_var(e, self.var)
             {
-                self.done = true;
-                return if self.second { b.clone() } else { a.clone() };
+                self.found = Some((*op, a.clone(), b.clone()));
+                return Expr::var_i32(CHOICE);
             }
             mutate_expr_children(self, e)
         }
     }
-    let mut first = Choose {
-        var,
-        second: false,
-        done: false,
-    };
-    let with_a = first.mutate_expr(e);
-    if !first.done {
-        return None;
-    }
-    let mut second = Choose {
-        var,
-        second: true,
-        done: false,
-    };
-    Some((with_a, second.mutate_expr(e)))
+    let mut choose = Choose { var, found: None };
+    let with_hole = choose.mutate_expr(e);
+    let (op, a, b) = choose.found?;
+    Some((with_hole, op, a, b))
 }
 
 /// `e` marked `likely` again when it was (the steady state's rewriting
@@ -556,9 +548,10 @@ impl Steady<'_> {
     /// Bounds on the loop variable under which `d <= 0`, for `d` linear in
     /// it. A `min`/`max` of the variable (the clamp of a loop split with
     /// `shift_inwards`, `min(w - 8, xo * 8)`) is one of its operands, so
-    /// `d <= 0` holds when it holds with either operand in its place: both
-    /// cases are solved and both must hold (a case free of the variable
-    /// becomes a condition on the whole steady state).
+    /// `d <= 0` holds when it holds with both operands in its place, and
+    /// with either one when `d` is monotone in the choice the right way (a
+    /// case free of the variable becomes a condition on the whole steady
+    /// state).
     fn solve_linear(&self, d: &Expr, depth: usize) -> Option<Solution> {
         let v = self.var;
         if !argent_ir::visit::expr_uses_var(d, v) {
@@ -576,11 +569,31 @@ impl Steady<'_> {
             return Some((vec![lower], Vec::new(), vec![d.clone()]));
         }
         if depth < 2
-            && let Some((with_a, with_b)) = split_first_choice(d, v)
+            && let Some((with_hole, op, a, b)) = split_first_choice(d, v)
         {
-            let (a, b) = (simplify(&with_a), simplify(&with_b));
-            let (mut l1, mut u1, mut f1) = self.solve_linear(&a, depth + 1)?;
-            let (l2, u2, f2) = self.solve_linear(&b, depth + 1)?;
+            let hole = Expr::var_i32(CHOICE);
+            let fill = |x: &Expr| simplify(&substitute(&with_hole, CHOICE, x));
+            let slope = const_int(&simplify(&Expr::sub(
+                fill(&Expr::add(hole.clone(), Expr::i32(1))),
+                fill(&hole),
+            )));
+            // `d` grows with a `min` (or shrinks with a `max`): it is at most
+            // its value with either operand in place, so one suffices (the
+            // one that depends on the loop variable first).
+            let one_suffices = match (op, slope) {
+                (BinOp::Min, Some(k)) => k >= 0,
+                (BinOp::Max, Some(k)) => k <= 0,
+                _ => false,
+            };
+            if one_suffices {
+                let mut operands = [a, b];
+                operands.sort_by_key(|o| !expr_uses_var(o, v));
+                return operands
+                    .iter()
+                    .find_map(|o| self.solve_linear(&fill(o), depth + 1));
+            }
+            let (mut l1, mut u1, mut f1) = self.solve_linear(&fill(&a), depth + 1)?;
+            let (l2, u2, f2) = self.solve_linear(&fill(&b), depth + 1)?;
             l1.extend(l2);
             u1.extend(u2);
             f1.extend(f2);
