@@ -1009,4 +1009,106 @@ mod tests {
             }
         }
     }
+
+    #[test]
+    fn guards_of_two_split_loops_leave_by_conjunct() {
+        // for (xo, 0, 4) { for (xi, 0, 4) { if (likely(xo * 4 + xi < w && y < h)) out(xo * 4 + xi) = y } }:
+        // the outer loop decides the first conjunct, `y < h` stays.
+        let pos = field("xo") * 4 + field("xi");
+        let guarded = Stmt::IfThenElse {
+            cond: Expr::likely(Expr::and(
+                Expr::lt(pos.clone(), field("w")),
+                Expr::lt(field("y"), field("h")),
+            )),
+            then: Box::new(Stmt::Provide {
+                func: "out".into(),
+                args: vec![pos],
+                value: field("y"),
+            }),
+            otherwise: None,
+        };
+        let s = Stmt::For {
+            var: "xo".into(),
+            min: Expr::i32(0),
+            extent: Expr::i32(4),
+            kind: ForKind::Serial,
+            body: Box::new(Stmt::For {
+                var: "xi".into(),
+                min: Expr::i32(0),
+                extent: Expr::i32(4),
+                kind: ForKind::Serial,
+                body: Box::new(guarded),
+            }),
+        };
+        // The prologue is empty (xo starts at 0): the steady state comes first.
+        let text = partition_loops(&s).to_string();
+        let steady = text.as_str();
+        expect![[r#"
+            let xo.steady.end = max(min((w / 4), 4), 0)
+            for (xo, 0, xo.steady.end) {
+              for (xi, 0, 4) {
+                if (likely((y < h))) {
+                  out((xi + (xo * 4))) = y
+                }
+              }
+            }"#]]
+        .assert_eq(&steady[..steady.find("\n}").unwrap() + 2]);
+    }
+
+    /// `for (xo, 0, (n + 7) / 8) { for (xi, 0, 8) { let x = min(n - 8, xo * 8) + xi;
+    /// out(x) = value } }` with `n = out.extent.0`: a `shift_inwards` split.
+    fn shifted_split(value: Expr) -> Stmt {
+        let n = field("out.extent.0");
+        let inner = Stmt::For {
+            var: "xi".into(),
+            min: Expr::i32(0),
+            extent: Expr::i32(8),
+            kind: ForKind::Serial,
+            body: Box::new(Stmt::LetStmt {
+                name: "x".into(),
+                value: Expr::min(n.clone() - 8, field("xo") * 8) + field("xi"),
+                body: Box::new(Stmt::Provide {
+                    func: "out".into(),
+                    args: vec![x()],
+                    value,
+                }),
+            }),
+        };
+        Stmt::For {
+            var: "xo".into(),
+            min: Expr::i32(0),
+            extent: (n + 7) / 8,
+            kind: ForKind::Serial,
+            body: Box::new(inner),
+        }
+    }
+
+    #[test]
+    fn shift_inwards_splits_are_partitioned() {
+        let value = repeat_edge(x() - 1) + repeat_edge(x() + 1);
+        let text = partition_loops(&shifted_split(value.clone())).to_string();
+        let start = text.find("for (xo, xo.steady.min").expect("a steady state");
+        let steady = &text[start..];
+        expect![[r#"
+            for (xo, xo.steady.min, (xo.steady.end - xo.steady.min)) {
+              for (xi, 0, 8) {
+                let x = (xi + min((out.extent.0 - 8), (xo * 8)))
+                out(x) = (in((x + 1)) + in((x - 1)))
+              }
+            }"#]]
+        .assert_eq(&steady[..steady.find("\n}").unwrap() + 2]);
+        let original = module_1d(shifted_split(value.clone()));
+        let partitioned = module_1d(partition_loops(&shifted_split(value)));
+        for (input_len, input_min, out_len) in
+            [(8, 0, 8), (9, 0, 9), (30, 0, 23), (40, -3, 32), (5, 2, 16)]
+        {
+            let input = ramp_input(input_len);
+            let want = run_1d(&original, &input, input_min, out_len).unwrap();
+            let got = run_1d(&partitioned, &input, input_min, out_len).unwrap();
+            assert_eq!(
+                want.0, got.0,
+                "input {input_len}@{input_min}, output {out_len}"
+            );
+        }
+    }
 }

@@ -87,3 +87,80 @@ impl Mutator for KnownStrides {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exec::testing::*;
+    use argent_ir::{BufferRole, ForKind, Type};
+    use expect_test::expect;
+
+    /// `out(x) = in(x) + 1` over the output, flattened.
+    fn copy_plus_one() -> argent_ir::Module {
+        module_1d(over_output(
+            ForKind::Serial,
+            Stmt::Provide {
+                func: "out".into(),
+                args: vec![x()],
+                value: Expr::call_input(Type::I32, "in", vec![x()]) + 1,
+            },
+        ))
+    }
+
+    #[test]
+    fn dense_strides_get_their_own_copy() {
+        let m = copy_plus_one();
+        let s = specialize_strides(&m.body, &m.buffers);
+        expect![[r#"
+            if (((in.stride.0 == 1) && (out.stride.0 == 1))) {
+              for (x, out.min.0, out.extent.0) {
+                out[(1 * (x - out.min.0))] = (in[(1 * (x - in.min.0))] + 1)
+              }
+            }
+            else {
+              for (x, out.min.0, out.extent.0) {
+                out[(out.stride.0 * (x - out.min.0))] = (in[(in.stride.0 * (x - in.min.0))] + 1)
+              }
+            }
+        "#]]
+        .assert_eq(&s.to_string());
+        let specialized = module(s, m.buffers.clone());
+        let input = ramp_input(12);
+        assert_eq!(
+            run_1d(&m, &input, 0, 12).unwrap().0,
+            run_1d(&specialized, &input, 0, 12).unwrap().0
+        );
+    }
+
+    #[test]
+    fn channels_get_interleaved_copies() {
+        let buffers = vec![
+            arg("in", Type::U8, 3, BufferRole::Input),
+            arg("out", Type::U8, 2, BufferRole::Output),
+        ];
+        let body = Stmt::Store {
+            buffer: "out".into(),
+            index: Expr::var_i32("out.stride.0"),
+            value: Expr::load(Type::U8, "in", Expr::var_i32("in.stride.0")),
+        };
+        expect![[r#"
+            if (((in.stride.0 == 1) && (out.stride.0 == 1))) {
+              out[1] = in[1]
+            }
+            else {
+              if (((in.stride.0 == 3) && (out.stride.0 == 1))) {
+                out[1] = in[3]
+              }
+              else {
+                if (((in.stride.0 == 4) && (out.stride.0 == 1))) {
+                  out[1] = in[4]
+                }
+                else {
+                  out[out.stride.0] = in[in.stride.0]
+                }
+              }
+            }
+        "#]]
+        .assert_eq(&specialize_strides(&body, &buffers).to_string());
+    }
+}
