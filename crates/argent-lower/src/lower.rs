@@ -27,6 +27,7 @@ pub const PASSES: &[&str] = &[
     "flatten",
     "unroll",
     "vectorize",
+    "specialize_strides",
     "simplify",
     "cse",
 ];
@@ -173,6 +174,9 @@ pub fn lower(pipeline: &Pipeline, options: &LowerOptions) -> Result<Lowered, Low
     rec.record("unroll", &s);
     let s = crate::vectorize::vectorize(&s);
     rec.record("vectorize", &s);
+    // Dense-innermost-stride version of the body (vec engineer's pass).
+    let s = crate::specialize_strides::specialize_strides(&s, &buffers);
+    rec.record("specialize_strides", &s);
     let s = argent_arith::simplify_stmt(&s);
     rec.record("simplify", &s);
     let s = argent_arith::cse_stmt(&s);

@@ -252,6 +252,66 @@ fn negate(c: &Expr) -> Expr {
     }
 }
 
+/// The name of the hole [`split_first_choice`] leaves.
+const CHOICE: &str = "partition.choice";
+
+/// `e` with its first `min`/`max` that uses `var` replaced by the variable
+/// [`CHOICE`], with that node's operator and operands; `None` when there
+/// is none.
+fn split_first_choice(e: &Expr, var: &str) -> Option<(Expr, BinOp, Expr, Expr)> {
+    struct Choose<'a> {
+        var: &'a str,
+        found: Option<(BinOp, Expr, Expr)>,
+    }
+    impl Mutator for Choose<'_> {
+        fn mutate_expr(&mut self, e: &Expr) -> Expr {
+            if self.found.is_some() {
+                return e.clone();
+            }
+            if let ExprKind::Binary {
+                op: op @ (BinOp::Min | BinOp::Max),
+                a,
+                b,
+            } = e.kind()
+                && expr_uses_var(e, self.var)
+            {
+                self.found = Some((*op, a.clone(), b.clone()));
+                return Expr::var_i32(CHOICE);
+            }
+            mutate_expr_children(self, e)
+        }
+    }
+    let mut choose = Choose { var, found: None };
+    let with_hole = choose.mutate_expr(e);
+    let (op, a, b) = choose.found?;
+    Some((with_hole, op, a, b))
+}
+
+/// `e` marked `likely` again when it was (the steady state's rewriting
+/// looks through the marks; the loops inside still need them).
+fn keep_likely(e: Expr, was_likely: bool) -> Expr {
+    if was_likely && !is_likely(&e) {
+        Expr::likely(e)
+    } else {
+        e
+    }
+}
+
+/// The operands of a chain of `&&`, left to right.
+fn split_conjunction(e: &Expr, out: &mut Vec<Expr>) {
+    match e.kind() {
+        ExprKind::Binary {
+            op: BinOp::And,
+            a,
+            b,
+        } => {
+            split_conjunction(a, out);
+            split_conjunction(b, out);
+        }
+        _ => out.push(e.clone()),
+    }
+}
+
 /// Builds the steady-state body of one loop and the bounds of the loop
 /// variable under which it is valid.
 struct Steady<'a> {
@@ -464,7 +524,6 @@ impl Steady<'_> {
         if !argent_ir::visit::expr_uses_var(&d, self.var) {
             return None;
         }
-        let fact = d.clone();
         // The condition must hold for every value of inner loop variables:
         // take the largest value of d over them.
         if self
@@ -483,9 +542,66 @@ impl Steady<'_> {
             }
             d = simplify(&bounds_of_expr_in_scope(&d, &scope).max?);
         }
-        // d must be c * var + rest with a constant c.
+        self.solve_linear(&d, 0)
+    }
+
+    /// Bounds on the loop variable under which `d <= 0`, for `d` linear in
+    /// it. A `min`/`max` of the variable (the clamp of a loop split with
+    /// `shift_inwards`, `min(w - 8, xo * 8)`) is one of its operands, so
+    /// `d <= 0` holds when it holds with both operands in its place, and
+    /// with either one when `d` is monotone in the choice the right way (a
+    /// case free of the variable becomes a condition on the whole steady
+    /// state).
+    fn solve_linear(&self, d: &Expr, depth: usize) -> Option<Solution> {
         let v = self.var;
-        let at = |k: i64| simplify(&substitute(&d, v, &Expr::i32(k)));
+        if !argent_ir::visit::expr_uses_var(d, v) {
+            if depth == 0 || vars_of(d).iter().any(|n| self.inner_names.contains(n)) {
+                return None;
+            }
+            // A loop-invariant condition: when it fails, the steady state
+            // is empty (its lower bound is past any loop end).
+            let never = Expr::i32(i64::from(i32::MAX / 2));
+            let lower = simplify(&Expr::select(
+                Expr::le(d.clone(), Expr::i32(0)),
+                Expr::i32(i64::from(i32::MIN / 2)),
+                never,
+            ));
+            return Some((vec![lower], Vec::new(), vec![d.clone()]));
+        }
+        if depth < 2
+            && let Some((with_hole, op, a, b)) = split_first_choice(d, v)
+        {
+            let hole = Expr::var_i32(CHOICE);
+            let fill = |x: &Expr| simplify(&substitute(&with_hole, CHOICE, x));
+            let slope = const_int(&simplify(&Expr::sub(
+                fill(&Expr::add(hole.clone(), Expr::i32(1))),
+                fill(&hole),
+            )));
+            // `d` grows with a `min` (or shrinks with a `max`): it is at most
+            // its value with either operand in place, so one suffices (the
+            // one that depends on the loop variable first).
+            let one_suffices = match (op, slope) {
+                (BinOp::Min, Some(k)) => k >= 0,
+                (BinOp::Max, Some(k)) => k <= 0,
+                _ => false,
+            };
+            if one_suffices {
+                let mut operands = [a, b];
+                operands.sort_by_key(|o| !expr_uses_var(o, v));
+                return operands
+                    .iter()
+                    .find_map(|o| self.solve_linear(&fill(o), depth + 1));
+            }
+            let (mut l1, mut u1, mut f1) = self.solve_linear(&fill(&a), depth + 1)?;
+            let (l2, u2, f2) = self.solve_linear(&fill(&b), depth + 1)?;
+            l1.extend(l2);
+            u1.extend(u2);
+            f1.extend(f2);
+            return Some((l1, u1, f1));
+        }
+        let fact = d.clone();
+        // d must be c * var + rest with a constant c.
+        let at = |k: i64| simplify(&substitute(d, v, &Expr::i32(k)));
         let rest = at(0);
         let c = const_int(&simplify(&Expr::sub(at(1), rest.clone())))?;
         if c == 0 {
@@ -560,7 +676,8 @@ impl Mutator for Steady<'_> {
                         return likely.clone();
                     }
                 }
-                Expr::binary(*op, sa, sb)
+                // Undecided here: keep the marks for the loops inside.
+                Expr::binary(*op, keep_likely(sa, la), keep_likely(sb, lb))
             }
             ExprKind::Select {
                 cond,
@@ -577,7 +694,11 @@ impl Mutator for Steady<'_> {
                 if is_likely(otherwise) && !is_likely(then) && self.take(&negate(&c)) {
                     return o;
                 }
-                Expr::select(c, t, o)
+                Expr::select(
+                    keep_likely(c, is_likely_call(cond).is_some()),
+                    keep_likely(t, is_likely(then)),
+                    keep_likely(o, is_likely(otherwise)),
+                )
             }
             ExprKind::Let { name, value, body } => {
                 let v = self.mutate_expr(value);
@@ -633,8 +754,36 @@ impl Mutator for Steady<'_> {
                 if self.take(&c) {
                     return t;
                 }
+                // A guard of several split loops, `likely(x < w && y < h)`:
+                // the conjuncts this loop's variable decides leave the
+                // steady state, the others stay for the loops that decide
+                // them (inside or outside this one).
+                if o.is_none() {
+                    let inner = is_likely_call(&c).unwrap_or(&c).clone();
+                    let mut conjuncts = Vec::new();
+                    split_conjunction(&inner, &mut conjuncts);
+                    if conjuncts.len() > 1 {
+                        let (decided, rest): (Vec<Expr>, Vec<Expr>) = conjuncts
+                            .into_iter()
+                            .partition(|conjunct| self.solve(conjunct).is_some());
+                        if !decided.is_empty() {
+                            for conjunct in &decided {
+                                self.take(conjunct);
+                            }
+                            let rest = rest
+                                .into_iter()
+                                .reduce(Expr::and)
+                                .expect("a conjunct is left");
+                            return Stmt::IfThenElse {
+                                cond: Expr::likely(rest),
+                                then: Box::new(t),
+                                otherwise: None,
+                            };
+                        }
+                    }
+                }
                 Stmt::IfThenElse {
-                    cond: c,
+                    cond: Expr::likely(c),
                     then: Box::new(t),
                     otherwise: o,
                 }
@@ -858,6 +1007,108 @@ mod tests {
                     "body {i}: {value}, input {input_len}@{input_min}, output {out_len}"
                 );
             }
+        }
+    }
+
+    #[test]
+    fn guards_of_two_split_loops_leave_by_conjunct() {
+        // for (xo, 0, 4) { for (xi, 0, 4) { if (likely(xo * 4 + xi < w && y < h)) out(xo * 4 + xi) = y } }:
+        // the outer loop decides the first conjunct, `y < h` stays.
+        let pos = field("xo") * 4 + field("xi");
+        let guarded = Stmt::IfThenElse {
+            cond: Expr::likely(Expr::and(
+                Expr::lt(pos.clone(), field("w")),
+                Expr::lt(field("y"), field("h")),
+            )),
+            then: Box::new(Stmt::Provide {
+                func: "out".into(),
+                args: vec![pos],
+                value: field("y"),
+            }),
+            otherwise: None,
+        };
+        let s = Stmt::For {
+            var: "xo".into(),
+            min: Expr::i32(0),
+            extent: Expr::i32(4),
+            kind: ForKind::Serial,
+            body: Box::new(Stmt::For {
+                var: "xi".into(),
+                min: Expr::i32(0),
+                extent: Expr::i32(4),
+                kind: ForKind::Serial,
+                body: Box::new(guarded),
+            }),
+        };
+        // The prologue is empty (xo starts at 0): the steady state comes first.
+        let text = partition_loops(&s).to_string();
+        let steady = text.as_str();
+        expect![[r#"
+            let xo.steady.end = max(min((w / 4), 4), 0)
+            for (xo, 0, xo.steady.end) {
+              for (xi, 0, 4) {
+                if (likely((y < h))) {
+                  out((xi + (xo * 4))) = y
+                }
+              }
+            }"#]]
+        .assert_eq(&steady[..steady.find("\n}").unwrap() + 2]);
+    }
+
+    /// `for (xo, 0, (n + 7) / 8) { for (xi, 0, 8) { let x = min(n - 8, xo * 8) + xi;
+    /// out(x) = value } }` with `n = out.extent.0`: a `shift_inwards` split.
+    fn shifted_split(value: Expr) -> Stmt {
+        let n = field("out.extent.0");
+        let inner = Stmt::For {
+            var: "xi".into(),
+            min: Expr::i32(0),
+            extent: Expr::i32(8),
+            kind: ForKind::Serial,
+            body: Box::new(Stmt::LetStmt {
+                name: "x".into(),
+                value: Expr::min(n.clone() - 8, field("xo") * 8) + field("xi"),
+                body: Box::new(Stmt::Provide {
+                    func: "out".into(),
+                    args: vec![x()],
+                    value,
+                }),
+            }),
+        };
+        Stmt::For {
+            var: "xo".into(),
+            min: Expr::i32(0),
+            extent: (n + 7) / 8,
+            kind: ForKind::Serial,
+            body: Box::new(inner),
+        }
+    }
+
+    #[test]
+    fn shift_inwards_splits_are_partitioned() {
+        let value = repeat_edge(x() - 1) + repeat_edge(x() + 1);
+        let text = partition_loops(&shifted_split(value.clone())).to_string();
+        let start = text.find("for (xo, xo.steady.min").expect("a steady state");
+        let steady = &text[start..];
+        expect![[r#"
+            for (xo, xo.steady.min, (xo.steady.end - xo.steady.min)) {
+              for (xi, 0, 8) {
+                let x = (xi + min((out.extent.0 - 8), (xo * 8)))
+                out(x) = (in((x + 1)) + in((x - 1)))
+              }
+            }"#]]
+        .assert_eq(&steady[..steady.find("\n}").unwrap() + 2]);
+        let original = module_1d(shifted_split(value.clone()));
+        let partitioned = module_1d(partition_loops(&shifted_split(value)));
+        for (input_len, input_min, out_len) in
+            [(8, 0, 8), (9, 0, 9), (30, 0, 23), (40, -3, 32), (5, 2, 16)]
+        {
+            let input = ramp_input(input_len);
+            let want = run_1d(&original, &input, input_min, out_len).unwrap();
+            let got = run_1d(&partitioned, &input, input_min, out_len).unwrap();
+            assert_eq!(
+                want.0, got.0,
+                "input {input_len}@{input_min}, output {out_len}"
+            );
         }
     }
 }

@@ -1,0 +1,166 @@
+//! Stride specialisation: buffer arguments may have any stride in their
+//! innermost dimension (interleaved RGBA has `x` stride 4), so their
+//! vector loads and stores index with `in.stride.0 * ramp(..)`, which a
+//! backend can only gather or scatter lane by lane. Almost every image is
+//! dense, so the body is versioned: when every buffer argument it uses has
+//! `stride.0 == 1`, a copy with the strides replaced by 1 runs (its ramps
+//! become dense vector loads and stores once simplified); interleaved
+//! images (three or more dimensions, channels innermost in memory) get
+//! copies for strides 3 and 4, which backends load as windows and
+//! shuffles; otherwise the general body runs. Results never change.
+//!
+//! ```text
+//! out[ramp(out.stride.0 * x, out.stride.0, 8)] = ..   ==>   if (out.stride.0 == 1) {
+//!                                                             out[ramp(x, 1, 8)] = ..
+//!                                                           } else {
+//!                                                             out[ramp(out.stride.0 * x, out.stride.0, 8)] = ..
+//!                                                           }
+//! ```
+
+use argent_ir::visit::{Mutator, Visitor, mutate_expr_children, walk_expr};
+use argent_ir::{BufferArg, Expr, ExprKind, Stmt};
+use std::collections::{HashMap, HashSet};
+
+/// Version `s` on the innermost strides of `buffers` (the buffers whose
+/// `stride.0` it mentions): all 1 (gray images, planar data) and, when a
+/// buffer has three or more dimensions, the interleaved layouts where those
+/// buffers' `stride.0` is 3 (RGB) or 4 (RGBA) and the others' 1; `s` itself
+/// when it mentions no stride.
+pub fn specialize_strides(s: &Stmt, buffers: &[BufferArg]) -> Stmt {
+    let mut used = UsedNames::default();
+    used.visit_stmt(s);
+    let strides: Vec<(String, bool)> = buffers
+        .iter()
+        .filter(|b| b.dims > 0)
+        .map(|b| (format!("{}.stride.0", b.name), b.dims >= 3))
+        .filter(|(name, _)| used.0.contains(name))
+        .collect();
+    if strides.is_empty() {
+        return s.clone();
+    }
+    let interleaved = strides.iter().any(|(_, channels)| *channels);
+    let layouts: &[i64] = if interleaved { &[1, 3, 4] } else { &[1] };
+    layouts
+        .iter()
+        .rev()
+        .fold(s.clone(), |otherwise, &channels| {
+            let values: HashMap<String, i64> = strides
+                .iter()
+                .map(|(name, has_channels)| {
+                    (name.clone(), if *has_channels { channels } else { 1 })
+                })
+                .collect();
+            let cond = strides
+                .iter()
+                .map(|(name, _)| Expr::eq(Expr::var_i32(name.clone()), Expr::i32(values[name])))
+                .reduce(Expr::and)
+                .expect("a stride is used");
+            Stmt::IfThenElse {
+                cond,
+                then: Box::new(KnownStrides(values).mutate_stmt(s)),
+                otherwise: Some(Box::new(otherwise)),
+            }
+        })
+}
+
+#[derive(Default)]
+struct UsedNames(HashSet<String>);
+
+impl Visitor for UsedNames {
+    fn visit_expr(&mut self, e: &Expr) {
+        if let ExprKind::Var(n) = e.kind() {
+            self.0.insert(n.clone());
+        }
+        walk_expr(self, e);
+    }
+}
+
+/// Replaces the named strides by their values (buffer fields are never
+/// rebound).
+struct KnownStrides(HashMap<String, i64>);
+
+impl Mutator for KnownStrides {
+    fn mutate_expr(&mut self, e: &Expr) -> Expr {
+        match e.kind() {
+            ExprKind::Var(n) if self.0.contains_key(n) => Expr::i32(self.0[n]),
+            _ => mutate_expr_children(self, e),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exec::testing::*;
+    use argent_ir::{BufferRole, ForKind, Type};
+    use expect_test::expect;
+
+    /// `out(x) = in(x) + 1` over the output, flattened.
+    fn copy_plus_one() -> argent_ir::Module {
+        module_1d(over_output(
+            ForKind::Serial,
+            Stmt::Provide {
+                func: "out".into(),
+                args: vec![x()],
+                value: Expr::call_input(Type::I32, "in", vec![x()]) + 1,
+            },
+        ))
+    }
+
+    #[test]
+    fn dense_strides_get_their_own_copy() {
+        let m = copy_plus_one();
+        let s = specialize_strides(&m.body, &m.buffers);
+        expect![[r#"
+            if (((in.stride.0 == 1) && (out.stride.0 == 1))) {
+              for (x, out.min.0, out.extent.0) {
+                out[(1 * (x - out.min.0))] = (in[(1 * (x - in.min.0))] + 1)
+              }
+            }
+            else {
+              for (x, out.min.0, out.extent.0) {
+                out[(out.stride.0 * (x - out.min.0))] = (in[(in.stride.0 * (x - in.min.0))] + 1)
+              }
+            }
+        "#]]
+        .assert_eq(&s.to_string());
+        let specialized = module(s, m.buffers.clone());
+        let input = ramp_input(12);
+        assert_eq!(
+            run_1d(&m, &input, 0, 12).unwrap().0,
+            run_1d(&specialized, &input, 0, 12).unwrap().0
+        );
+    }
+
+    #[test]
+    fn channels_get_interleaved_copies() {
+        let buffers = vec![
+            arg("in", Type::U8, 3, BufferRole::Input),
+            arg("out", Type::U8, 2, BufferRole::Output),
+        ];
+        let body = Stmt::Store {
+            buffer: "out".into(),
+            index: Expr::var_i32("out.stride.0"),
+            value: Expr::load(Type::U8, "in", Expr::var_i32("in.stride.0")),
+        };
+        expect![[r#"
+            if (((in.stride.0 == 1) && (out.stride.0 == 1))) {
+              out[1] = in[1]
+            }
+            else {
+              if (((in.stride.0 == 3) && (out.stride.0 == 1))) {
+                out[1] = in[3]
+              }
+              else {
+                if (((in.stride.0 == 4) && (out.stride.0 == 1))) {
+                  out[1] = in[4]
+                }
+                else {
+                  out[out.stride.0] = in[in.stride.0]
+                }
+              }
+            }
+        "#]]
+        .assert_eq(&specialize_strides(&body, &buffers).to_string());
+    }
+}

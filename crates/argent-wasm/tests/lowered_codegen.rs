@@ -1,0 +1,160 @@
+//! Code generated for whole example pipelines, lowered by argent-lower:
+//! WAT snapshots of their steady-state loops, which must be SIMD with no
+//! boundary clamps, selects or guards left in them.
+
+use argent_wasm::{CodegenOptions, compile};
+use expect_test::expect;
+
+fn example_wat(file: &str) -> String {
+    let path = format!("{}/../../examples/{file}", env!("CARGO_MANIFEST_DIR"));
+    let source = std::fs::read_to_string(&path).expect("the example exists");
+    let pipeline = argent_lang::compile(&source).expect("the example compiles");
+    let lowered = argent_lower::lower::lower(&pipeline, &Default::default()).expect("it lowers");
+    let compiled = compile(&lowered.module, &CodegenOptions::default()).expect("it compiles");
+    wasmparser::validate(&compiled.bytes).expect("valid");
+    wasmprinter::print_bytes(&compiled.bytes).unwrap()
+}
+
+/// The innermost loops of `wat` (those with no loop inside), each as its
+/// trimmed instructions.
+fn innermost_loops(wat: &str) -> Vec<Vec<String>> {
+    let lines: Vec<&str> = wat.lines().collect();
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    let mut loops = Vec::new();
+    for start in (0..lines.len()).filter(|&i| lines[i].trim_start().starts_with("loop")) {
+        let end = (start + 1..lines.len())
+            .find(|&i| lines[i].trim() == "end" && indent(lines[i]) == indent(lines[start]))
+            .expect("every loop ends");
+        let body = &lines[start + 1..end];
+        if !body.iter().any(|l| l.trim_start().starts_with("loop")) {
+            loops.push(body.iter().map(|l| l.trim().to_string()).collect());
+        }
+    }
+    loops
+}
+
+/// Whether a loop body chooses per element: clamps (`min`/`max`), selects
+/// or branches other than the loop's back edge.
+fn chooses(body: &[String]) -> bool {
+    body.iter().any(|i| {
+        i.contains("min_") || i.contains("max_") || i.contains("select") || i.starts_with("if")
+    })
+}
+
+/// The innermost loops that store whole vectors and choose nothing per
+/// element (the steady states), as how many there are and the first.
+fn steady_loops(wat: &str) -> String {
+    let steady: Vec<Vec<String>> = innermost_loops(wat)
+        .into_iter()
+        .filter(|body| body.iter().any(|i| i.starts_with("v128.store")) && !chooses(body))
+        .collect();
+    let first = steady.first().map(|b| b.join("\n")).unwrap_or_default();
+    format!("{} steady-state loops; the first:\n{first}", steady.len())
+}
+
+#[test]
+fn box_blur_steady_state_is_v128_without_clamps() {
+    let wat = example_wat("box_blur.ag");
+    expect![[r#"
+        1 steady-state loops; the first:
+        local.get 12
+        local.get 192
+        i32.const 32
+        i32.mul
+        i32.add
+        local.get 316
+        i32.add
+        local.set 322
+        local.get 9
+        local.get 283
+        i32.const 256
+        i32.mul
+        i32.add
+        local.get 327
+        i32.const 8
+        i32.mul
+        i32.add
+        local.get 322
+        i32.const 256
+        i32.mul
+        i32.add
+        local.get 285
+        i32.sub
+        local.get 286
+        i32.const 256
+        i32.mul
+        i32.sub
+        local.set 323
+        local.get 290
+        local.get 323
+        i32.const 1
+        i32.shl
+        i32.add
+        v128.load align=1
+        local.set 137
+        local.get 290
+        local.get 323
+        i32.const 1
+        i32.shl
+        i32.add
+        v128.load offset=512 align=1
+        local.set 127
+        local.get 137
+        local.get 127
+        i16x8.add
+        local.set 181
+        local.get 290
+        local.get 323
+        i32.const 256
+        i32.sub
+        i32.const 1
+        i32.shl
+        i32.add
+        v128.load align=1
+        local.set 139
+        local.get 181
+        local.get 139
+        i16x8.add
+        local.set 140
+        i32.const 43691
+        i16x8.splat
+        local.set 138
+        local.get 140
+        local.get 138
+        i32x4.extmul_low_i16x8_u
+        i32.const 17
+        i32x4.shr_u
+        local.get 140
+        local.get 138
+        i32x4.extmul_high_i16x8_u
+        i32.const 17
+        i32x4.shr_u
+        i16x8.narrow_i32x4_u
+        local.set 179
+        local.get 8
+        local.get 283
+        i32.const 256
+        i32.mul
+        local.get 327
+        i32.const 8
+        i32.mul
+        i32.add
+        local.get 14
+        local.get 322
+        local.get 12
+        i32.sub
+        i32.mul
+        i32.add
+        i32.const 1
+        i32.shl
+        i32.add
+        local.get 179
+        v128.store align=1
+        local.get 327
+        i32.const 1
+        i32.add
+        local.tee 327
+        local.get 321
+        i32.lt_s
+        br_if 0 (;@9;)"#]].assert_eq(&steady_loops(&wat));
+}
