@@ -22,6 +22,7 @@ pub mod flatten;
 pub mod partition_loops;
 pub mod unroll;
 pub mod vectorize;
+pub mod verify;
 
 pub use error::{LowerBug, LowerError, ScheduleError, ScheduleErrorCode};
 pub use lower::{LowerOptions, Lowered, lower};
