@@ -94,6 +94,8 @@ export type CompileResponse =
       timings: CompilerTimings;
       options: CompilerOptions;
       diagnostics: Diagnostic[];
+      /** The random schedule used, when the options asked for one. */
+      schedule?: string;
     }
   | {
       status: "error";

@@ -55,6 +55,11 @@ export interface RuntimeOptions {
 export interface CompileOptions {
   /** Override the runtime's SIMD choice for this pipeline. */
   simd?: boolean;
+  /**
+   * Testing aid: replace the program's schedule by the compiler's seeded
+   * random valid schedule; its text is then in `pipeline.randomSchedule`.
+   */
+  randomSchedule?: number;
 }
 
 /**
@@ -285,7 +290,9 @@ export class Runtime {
       type: "compile",
       id: nextCompileId++,
       source: text,
-      options: JSON.stringify({ simd, threads }),
+      options: JSON.stringify(
+        options.randomSchedule === undefined ? { simd, threads } : { simd, threads, randomSchedule: options.randomSchedule },
+      ),
     });
     const toBytes = performance.now() - started;
     if (reply.type === "failed") throw new Error(`internal compiler error: ${reply.message}`);
@@ -295,6 +302,7 @@ export class Runtime {
       throw new ArgentCompileError(response.phase, response.diagnostics, response.rendered);
     }
     const pipeline = await this.load({ wasm: reply.wasm, abi: response.abi as Abi, pipeline: response.pipeline, simd });
+    pipeline.randomSchedule = response.schedule;
     pipeline.timings = {
       ...pipeline.timings,
       parse: response.timings.parse,
@@ -412,6 +420,8 @@ export class Pipeline {
   readonly simd: boolean;
   /** Compile-time measurements. */
   timings!: CompileTimings;
+  /** The random schedule it was compiled with (`CompileOptions.randomSchedule`), one directive a line. */
+  randomSchedule?: string;
   private readonly runtime: Runtime;
   /** How to call the generated module (argent-wasm's ABI). */
   readonly abi: Abi;

@@ -23,6 +23,7 @@ pub mod partition_loops;
 pub mod specialize_strides;
 pub mod unroll;
 pub mod vectorize;
+pub mod verify;
 
 pub use error::{LowerBug, LowerError, ScheduleError, ScheduleErrorCode};
 pub use lower::{LowerOptions, Lowered, lower};

@@ -10,10 +10,11 @@
 //! 8. `partition_loops`, `flatten`, `unroll`, `vectorize` (the passes engineer's), then
 //!    `simplify` and `cse` from argent-arith
 
-use crate::error::LowerError;
+use crate::error::{LowerBug, LowerError};
 use crate::schedule_tree::{self, Level, ScheduleTree};
+use crate::verify::{Stage, verify};
 use crate::{bounds_inference, sliding_window, storage_folding, synthesize};
-use argent_ir::{BufferArg, BufferRole, Module, Pipeline, Stmt};
+use argent_ir::{BufferArg, BufferRole, Module, Param, Pipeline, Stmt};
 
 /// Names of the passes, in order, as accepted by `print_after`.
 pub const PASSES: &[&str] = &[
@@ -42,6 +43,10 @@ pub struct LowerOptions {
     /// Stop after `checks`: the module's body is then the multi-dimensional
     /// loop nest (for `argent lower` and for timing the core alone).
     pub core_only: bool,
+    /// Run the IR verifier (`crate::verify`) after every pass; a malformed
+    /// result is reported as a compiler bug naming the pass. Always on in
+    /// debug builds.
+    pub verify: bool,
 }
 
 /// The result of lowering.
@@ -61,10 +66,22 @@ struct Recorder {
     wanted: Option<String>,
     last: String,
     dumps: Vec<(String, String)>,
+    /// The module's buffers and parameters, when every pass's result is verified.
+    verify: Option<(Vec<BufferArg>, Vec<Param>)>,
 }
 
 impl Recorder {
-    fn record(&mut self, pass: &str, s: &Stmt) {
+    /// Verify (when asked) and dump (when asked) the IR after `pass`.
+    fn record(&mut self, pass: &str, s: &Stmt) -> Result<(), LowerError> {
+        if let Some((buffers, params)) = &self.verify {
+            verify(s, buffers, params, Stage::after_pass(pass))
+                .map_err(|e| LowerBug(format!("the IR after `{pass}` is malformed: {}", e.0)))?;
+        }
+        self.dump(pass, s);
+        Ok(())
+    }
+
+    fn dump(&mut self, pass: &str, s: &Stmt) {
         let Some(w) = &self.wanted else { return };
         if w != "all" && w != pass {
             return;
@@ -88,43 +105,6 @@ pub fn lower(pipeline: &Pipeline, options: &LowerOptions) -> Result<Lowered, Low
         .print_after
         .clone()
         .or_else(|| std::env::var("ARGENT_PRINT_AFTER").ok());
-    let mut rec = Recorder {
-        wanted,
-        last: String::new(),
-        dumps: Vec::new(),
-    };
-    let inlined = tree
-        .funcs
-        .iter()
-        .filter(|s| s.compute == Level::Inline)
-        .map(|s| s.name.clone())
-        .collect();
-    let algorithm = synthesize::inline_funcs(&tree.pipeline, &inlined);
-
-    let s = synthesize::synthesize(&tree)?;
-    rec.record("synthesize", &s);
-    let (s, root_lets) = bounds_inference::bounds_inference(&tree, &algorithm, &s)?;
-    // Root-level region bindings are kept apart until `checks`; show them.
-    let shown = |s: &Stmt| {
-        root_lets
-            .iter()
-            .rev()
-            .fold(s.clone(), |b, (n, v)| Stmt::LetStmt {
-                name: n.clone(),
-                value: v.clone(),
-                body: Box::new(b),
-            })
-    };
-    rec.record("bounds_inference", &shown(&s));
-    let s = sliding_window::sliding_window(&tree, &s);
-    rec.record("sliding_window", &shown(&s));
-    let s = bounds_inference::realize_bounds(&s)?;
-    rec.record("realize_bounds", &shown(&s));
-    let s = storage_folding::storage_folding(&tree, &s)?;
-    rec.record("storage_folding", &shown(&s));
-    let s = bounds_inference::finish(&algorithm, s, &root_lets)?;
-    rec.record("checks", &s);
-    let loop_nest = s.clone();
     let mut buffers: Vec<BufferArg> = pipeline
         .inputs
         .iter()
@@ -145,6 +125,45 @@ pub fn lower(pipeline: &Pipeline, options: &LowerOptions) -> Result<Lowered, Low
             });
         }
     }
+    let mut rec = Recorder {
+        wanted,
+        last: String::new(),
+        dumps: Vec::new(),
+        verify: (options.verify || cfg!(debug_assertions))
+            .then(|| (buffers.clone(), pipeline.params.clone())),
+    };
+    let inlined = tree
+        .funcs
+        .iter()
+        .filter(|s| s.compute == Level::Inline)
+        .map(|s| s.name.clone())
+        .collect();
+    let algorithm = synthesize::inline_funcs(&tree.pipeline, &inlined);
+
+    let s = synthesize::synthesize(&tree)?;
+    rec.record("synthesize", &s)?;
+    let (s, root_lets) = bounds_inference::bounds_inference(&tree, &algorithm, &s)?;
+    // Root-level region bindings are kept apart until `checks`; show them.
+    let shown = |s: &Stmt| {
+        root_lets
+            .iter()
+            .rev()
+            .fold(s.clone(), |b, (n, v)| Stmt::LetStmt {
+                name: n.clone(),
+                value: v.clone(),
+                body: Box::new(b),
+            })
+    };
+    rec.record("bounds_inference", &shown(&s))?;
+    let s = sliding_window::sliding_window(&tree, &s);
+    rec.record("sliding_window", &shown(&s))?;
+    let s = bounds_inference::realize_bounds(&s)?;
+    rec.record("realize_bounds", &shown(&s))?;
+    let s = storage_folding::storage_folding(&tree, &s)?;
+    rec.record("storage_folding", &shown(&s))?;
+    let s = bounds_inference::finish(&algorithm, s, &root_lets)?;
+    rec.record("checks", &s)?;
+    let loop_nest = s.clone();
     let name = pipeline
         .outputs
         .first()
@@ -166,21 +185,21 @@ pub fn lower(pipeline: &Pipeline, options: &LowerOptions) -> Result<Lowered, Low
     }
     // The passes engineer's passes, in order.
     let s = crate::partition_loops::partition_loops(&s);
-    rec.record("partition_loops", &s);
+    rec.record("partition_loops", &s)?;
 
     let s = crate::flatten::flatten(&s, &buffers);
-    rec.record("flatten", &s);
+    rec.record("flatten", &s)?;
     let s = crate::unroll::unroll(&s);
-    rec.record("unroll", &s);
+    rec.record("unroll", &s)?;
     let s = crate::vectorize::vectorize(&s);
-    rec.record("vectorize", &s);
+    rec.record("vectorize", &s)?;
     // Dense-innermost-stride version of the body (vec engineer's pass).
     let s = crate::specialize_strides::specialize_strides(&s, &buffers);
-    rec.record("specialize_strides", &s);
+    rec.record("specialize_strides", &s)?;
     let s = argent_arith::simplify_stmt(&s);
-    rec.record("simplify", &s);
+    rec.record("simplify", &s)?;
     let s = argent_arith::cse_stmt(&s);
-    rec.record("cse", &s);
+    rec.record("cse", &s)?;
     let module = Module {
         name: pipeline
             .outputs

@@ -65,7 +65,8 @@ fn current(pipeline: &Pipeline, list: &[Directive]) -> Option<ScheduleTree> {
 /// A random valid schedule for `pipeline` (its own schedule is ignored):
 /// call schedules (inline, compute_root, compute_at and store_at some
 /// consumer loop) and domain orders (splits, tiles, reorders, vectorize by
-/// 4/8/16, unroll, parallel) for every func and update stage.
+/// 4/8/16, unroll, parallel, fuse, rfactor of update stages) for every
+/// func and update stage.
 ///
 /// Example: `random_schedule(&blur, 7)` might give
 /// `blur_y.tile(x, y, x_o, y_o, x_i, y_i, 8, 4)`, `blur_y.vectorize(x_i, 4)`,
@@ -84,6 +85,20 @@ pub fn random_schedule(pipeline: &Pipeline, seed: u64) -> Vec<Directive> {
             } else {
                 StageRef::Update(stage - 1)
             };
+            // Sometimes factor one reduction variable of an update out
+            // into an intermediate func (kept only where it is legal: an
+            // associative update whose variable carries no dependence).
+            let rvars: Vec<String> = match stage.checked_sub(1).map(|u| &f.updates[u].rdom) {
+                Some(Some(rdom)) => rdom.dims.iter().map(|r| r.name.clone()).collect(),
+                _ => Vec::new(),
+            };
+            if !rvars.is_empty() && rng.chance(0.3) {
+                let rvar = rng.pick(&rvars).clone();
+                let kind = DirectiveKind::Rfactor {
+                    pairs: vec![(rvar, format!("{}_rf{stage}", f.name))],
+                };
+                let _ = try_push(&unscheduled, &mut list, directive(&f.name, sref, kind));
+            }
             for step in 0..rng.below(4) {
                 let Some(tree) = current(&unscheduled, &list) else {
                     break;

@@ -21,6 +21,12 @@ pub struct CompileOptions {
     /// Emit parallel loops as calls to the worker pool (needs shared
     /// memory); when false, parallel loops run serially.
     pub threads: bool,
+    /// Testing aid: replace the program's schedule by
+    /// `argent_lower::random_schedule::random_schedule(pipeline, seed)`;
+    /// the response then carries the schedule as text, so a failing seed
+    /// can be reproduced and read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub random_schedule: Option<u64>,
 }
 
 impl Default for CompileOptions {
@@ -28,6 +34,7 @@ impl Default for CompileOptions {
         CompileOptions {
             simd: true,
             threads: true,
+            random_schedule: None,
         }
     }
 }
@@ -85,6 +92,10 @@ pub enum CompileResponse {
         options: CompileOptions,
         /// Warnings, if any.
         diagnostics: Vec<DiagnosticJson>,
+        /// The random schedule that replaced the program's own (one
+        /// directive a line), when the options asked for one.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        schedule: Option<String>,
     },
     #[serde(rename_all = "camelCase")]
     Error {
@@ -191,17 +202,29 @@ pub fn compile(
     };
     let started = now_ms();
     let (pipeline, diagnostics) = argent_lang::check(source);
-    let Some(pipeline) = pipeline else {
+    let Some(mut pipeline) = pipeline else {
         return (fail("parse", diagnostics), Vec::new());
     };
+    let schedule = options.random_schedule.map(|seed| {
+        pipeline.schedule.directives =
+            argent_lower::random_schedule::random_schedule(&pipeline, seed);
+        pipeline
+            .schedule
+            .directives
+            .iter()
+            .map(argent_lower::error::directive_text)
+            .collect::<Vec<_>>()
+            .join("\n")
+    });
     let parsed = now_ms();
     let lowered = match argent_lower::lower(&pipeline, &LowerOptions::default()) {
         Ok(lowered) => lowered,
         Err(error) => {
-            return (
-                fail("lower", vec![lower_error_diagnostic(&error)]),
-                Vec::new(),
-            );
+            let mut diagnostic = lower_error_diagnostic(&error);
+            if let (Some(seed), Some(text)) = (options.random_schedule, &schedule) {
+                diagnostic = diagnostic.with_note(format!("with random schedule {seed}:\n{text}"));
+            }
+            return (fail("lower", vec![diagnostic]), Vec::new());
         }
     };
     let lowered_at = now_ms();
@@ -213,8 +236,12 @@ pub fn compile(
     let compiled = match argent_wasm::compile(&module, &codegen_options) {
         Ok(compiled) => compiled,
         Err(error) => {
-            let diagnostic = Diagnostic::error("ICE", argent_ir::Span::DUMMY, error.to_string())
-                .with_note("this is a bug in the Argent compiler, not in your program");
+            let mut diagnostic =
+                Diagnostic::error("ICE", argent_ir::Span::DUMMY, error.to_string())
+                    .with_note("this is a bug in the Argent compiler, not in your program");
+            if let (Some(seed), Some(text)) = (options.random_schedule, &schedule) {
+                diagnostic = diagnostic.with_note(format!("with random schedule {seed}:\n{text}"));
+            }
             return (fail("codegen", vec![diagnostic]), Vec::new());
         }
     };
@@ -230,6 +257,7 @@ pub fn compile(
         },
         options,
         diagnostics: diagnostics_json(source, &diagnostics),
+        schedule,
     };
     (response, compiled.bytes)
 }
@@ -311,7 +339,7 @@ mod tests {
             panic!("unknown option must fail");
         };
         assert_eq!(phase, "options");
-        expect!["bad compile options: unknown field `threds`, expected `simd` or `threads` at line 1 column 23"]
+        expect!["bad compile options: unknown field `threds`, expected one of `simd`, `threads`, `randomSchedule` at line 1 column 23"]
             .assert_eq(&diagnostics[0].message);
     }
 
@@ -328,5 +356,32 @@ mod tests {
             .assert_eq(&to_json(pipeline));
         assert_eq!(abi["sharedMemory"], false);
         assert_eq!(abi["buffers"].as_array().map(Vec::len), Some(2));
+    }
+
+    /// A random schedule replaces the program's own and comes back as
+    /// text; the same seed gives the same schedule.
+    #[test]
+    fn a_random_schedule_is_applied_and_reported() {
+        let source = "input u8 in(x, y)\nf(x, y) = in(x, y) / 2\nout(x, y) = f(x, y) + f(x + 1, y)\noutput out\nschedule {\n  out.vectorize(x, 8)\n}\n";
+        let schedules: Vec<Option<String>> = (0..6)
+            .map(|seed| {
+                let options =
+                    format!(r#"{{"simd": true, "threads": false, "randomSchedule": {seed}}}"#);
+                let (response, wasm) = compile(source, &options, &clock);
+                let CompileResponse::Ok { schedule, .. } = response else {
+                    panic!("seed {seed} compiles: {response:?}");
+                };
+                assert_eq!(&wasm[..4], b"\0asm");
+                schedule
+            })
+            .collect();
+        assert!(schedules.iter().all(Option::is_some));
+        // Seeds give different schedules.
+        assert!(schedules.iter().any(|s| s != &schedules[0]));
+        let (again, _) = compile(source, r#"{"randomSchedule": 3}"#, &clock);
+        let CompileResponse::Ok { schedule, .. } = again else {
+            panic!("compiles");
+        };
+        assert_eq!(schedule, schedules[3]);
     }
 }
