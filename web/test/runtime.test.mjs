@@ -70,7 +70,9 @@ describe("environment", () => {
       assert.match(single.modeReason, /one thread/);
       const pipeline = await single.compile(SCALE);
       assert.equal(pipeline.simd, false);
-      assert.equal(pipeline.abi.sharedMemory, false);
+      // With shared memory available one thread uses it too, so inputs and
+      // outputs are copied straight into and out of the module's memory.
+      assert.equal(pipeline.abi.sharedMemory, true);
       const image = grayImage(40, 30);
       const { outputs, stats } = await pipeline.run({ inputs: { in: image } });
       assert.deepEqual(Array.from(outputs.out.data), Array.from(expectedScale(image, 3, 1)));
@@ -330,6 +332,30 @@ schedule {
     assert.deepEqual(Array.from(last.outputs.out.data), Array.from(first.outputs.out.data));
     assert.equal(last.stats.iterationsPerThread.reduce((a, b) => a + b, 0), 16);
     assert.equal(pipeline.memory.buffer.byteLength, bytesAfterFirst);
+    pipeline.dispose();
+  });
+
+  test("a run whose intermediates grow the memory, then a larger image, give the right pixels", async () => {
+    // The intermediate (4 bytes a pixel, computed whole) is larger than the
+    // headroom the runtime leaves, so the generated code grows the memory
+    // during the run; the second, larger image makes the runtime grow it
+    // again before writing the input, after the module's own grow.
+    const pipeline = await runtime.compile(`
+input u8 in(x, y)
+wide(x, y) = f32(in(x, y)) * 0.5
+out(x, y) = u8(wide(x, y))
+output out
+schedule {
+  wide.compute_root()
+  out.parallel(y)
+}
+`);
+    for (const [width, height] of [[700, 500], [1100, 900], [64, 48]]) {
+      const image = grayImage(width, height);
+      const { outputs } = await pipeline.run({ inputs: { in: image } });
+      assert.deepEqual(Array.from(outputs.out.data), Array.from(image.data, (v) => v >> 1), `${width}x${height}`);
+    }
+    assert.ok(pipeline.memory.buffer.byteLength > 1100 * 900 * 6);
     pipeline.dispose();
   });
 
