@@ -1,0 +1,112 @@
+// How the runtime's time splits on 1 and 2 threads for the two workloads of
+// issue 4's scaling target (blur 3072x2048 u16, unsharp mask 3072x2048 RGB
+// u8): medians of `total` (what a caller of `run` waits for), `execute`
+// (the generated code), `marshal` (copying pixels in and out) and
+// `overhead` (messages, waking helpers). Runs of the runtimes alternate, so
+// the load of a shared machine weighs on every configuration alike and the
+// ratios of one run can be compared. Medians, the best run (min), and the
+// median CPU time of the whole process per run (all threads: on a loaded
+// machine two threads may get no more CPU than one, which this shows).
+//
+// Usage (after scripts/build-web.sh): node bench/runtime-threads.mjs [--runs N]
+//   [--configs 1,2,1p] (1: one thread on shared memory, 2: two threads,
+//   1p: one thread on a private memory)
+// Prints one table and the machine's load average.
+
+import { readFileSync } from "node:fs";
+import { loadavg, availableParallelism } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+const repo = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+// ARGENT_WEB_DIST points at another build of the runtime (e.g. an older one, to compare).
+const argent = await import(pathToFileURL(resolve(process.env.ARGENT_WEB_DIST ?? join(repo, "web/dist"), "index.js")).href);
+const runsAt = process.argv.indexOf("--runs");
+const RUNS = runsAt > 0 ? Number(process.argv[runsAt + 1]) : 21;
+const W = 3072;
+const H = 2048;
+
+/** Deterministic pixels with `bits` significant bits. */
+function image(ArrayType, channels, bits) {
+  const data = new ArrayType(W * H * channels);
+  let s = 12345;
+  for (let i = 0; i < data.length; i++) {
+    s ^= s << 13;
+    s ^= s >>> 17;
+    s ^= s << 5;
+    data[i] = (s >>> 0) & ((1 << bits) - 1);
+  }
+  return { data, width: W, height: H, channels };
+}
+
+const workloads = [
+  { name: "blur 3072x2048 u16", file: "box_blur.ag", input: () => image(Uint16Array, 1, 12) },
+  { name: "unsharp 3072x2048 RGB u8", file: "unsharp_mask.ag", input: () => image(Uint8Array, 3, 8) },
+];
+const allConfigs = {
+  1: { label: "1 thread, shared memory", options: { threads: 1 } },
+  2: { label: "2 threads, shared memory", options: { threads: 2 } },
+  "1p": { label: "1 thread, private memory", options: { threads: 1, sharedMemory: false } },
+};
+const configsAt = process.argv.indexOf("--configs");
+const configs = (configsAt > 0 ? process.argv[configsAt + 1] : "1,2,1p").split(",").map((key) => allConfigs[key]);
+const KEYS = ["total", "execute", "marshal", "overhead"];
+const median = (values) => {
+  const v = [...values].sort((a, b) => a - b);
+  return v.length % 2 ? v[v.length >> 1] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
+};
+
+const loadBefore = loadavg();
+const rows = [];
+for (const workload of workloads) {
+  const source = readFileSync(join(repo, "examples", workload.file), "utf8");
+  const input = workload.input();
+  const setups = [];
+  for (const config of configs) {
+    const runtime = await argent.createRuntime(config.options);
+    const pipeline = await runtime.compile(source);
+    const request = { inputs: { [pipeline.inputs[0].name]: input } };
+    for (let i = 0; i < 3; i++) await pipeline.run(request); // warm-up
+    setups.push({ config, runtime, pipeline, request, times: Object.fromEntries(KEYS.map((k) => [k, []])), cpu: [] });
+  }
+  for (let r = 0; r < RUNS; r++) {
+    for (const setup of setups) {
+      const cpuBefore = process.cpuUsage();
+      const { timings } = await setup.pipeline.run(setup.request);
+      const cpu = process.cpuUsage(cpuBefore);
+      setup.cpu.push((cpu.user + cpu.system) / 1000);
+      // Builds before marshal and overhead existed: derive them.
+      const marshal = timings.marshal ?? timings.copyIn + timings.copyOut;
+      const t = { ...timings, marshal, overhead: timings.overhead ?? timings.total - timings.execute - marshal };
+      for (const key of KEYS) setup.times[key].push(t[key]);
+    }
+  }
+  const base = setups[0];
+  for (const setup of setups) {
+    const m = Object.fromEntries(KEYS.map((k) => [k, median(setup.times[k])]));
+    rows.push({
+      workload: workload.name,
+      config: `${setup.config.label} (${setup.runtime.mode})`,
+      ...m,
+      minTotal: Math.min(...setup.times.total),
+      minExecute: Math.min(...setup.times.execute),
+      cpu: median(setup.cpu),
+      speedupTotal: median(base.times.total) / m.total,
+      speedupExecute: median(base.times.execute) / m.execute,
+    });
+    setup.runtime.dispose();
+  }
+}
+
+const f = (x) => x.toFixed(2);
+console.log(`node ${process.version}, ${availableParallelism()} cores, ${RUNS} alternating runs per configuration`);
+console.log(`load average before: ${loadBefore.map(f).join(" ")}, after: ${loadavg().map(f).join(" ")}`);
+console.log(
+  "| workload | configuration | total ms | execute ms | marshal ms | overhead ms | min total | min execute | CPU ms (all threads) | x 1 thread (total) | x 1 thread (execute) |",
+);
+console.log("|---|---|---|---|---|---|---|---|---|---|---|");
+for (const r of rows) {
+  console.log(
+    `| ${r.workload} | ${r.config} | ${f(r.total)} | ${f(r.execute)} | ${f(r.marshal)} | ${f(r.overhead)} | ${f(r.minTotal)} | ${f(r.minExecute)} | ${f(r.cpu)} | ${f(r.speedupTotal)} | ${f(r.speedupExecute)} |`,
+  );
+}
