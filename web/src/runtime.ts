@@ -10,6 +10,7 @@ import {
   toPlainImage,
   type ImageSource,
   type OutputImage,
+  type PixelArray,
   type PlainImage,
 } from "./images.js";
 import {
@@ -142,6 +143,14 @@ export interface RunRequest {
    * 3-D outputs default to the channel count of the first 3-D input, or 3.
    */
   outputSize?: { width: number; height: number; channels?: number };
+  /**
+   * Arrays to write outputs into, by name, instead of new ones: reuse them
+   * across runs, or pass an `ImageData`'s `data` for a u8 RGBA output. Each
+   * must be of the output's element type (a `Uint8ClampedArray` also takes
+   * a u8 output) and hold exactly `width * height * channels` values. The
+   * result's `data` is then that array; a failed run leaves it untouched.
+   */
+  into?: Record<string, PixelArray>;
 }
 
 /** What `Pipeline.run` resolves to. */
@@ -458,6 +467,11 @@ function transferableBuffers(buffers: RunBuffer[]): { buffers: RunBuffer[]; tran
   return { buffers: copies, transfer };
 }
 
+/** The bytes of the caller's output array, or a new array of `size` bytes. */
+function outputBytesFor(into: PixelArray | null, size: number): Uint8Array {
+  return into ? new Uint8Array(into.buffer, into.byteOffset, size) : new Uint8Array(size);
+}
+
 /** A compiled pipeline. Runs are queued: one at a time per runtime, in call order. */
 export class Pipeline {
   readonly inputs: InputDescription[];
@@ -541,7 +555,13 @@ export class Pipeline {
     return slowest;
   }
 
-  private prepare(request: RunRequest): { buffers: RunBuffer[]; params: [number, number][]; outputs: PlainImage[] } {
+  private prepare(request: RunRequest): {
+    buffers: RunBuffer[];
+    params: [number, number][];
+    outputs: PlainImage[];
+    /** Per output (in `outputs` order), the caller's array from `into`, if any. */
+    into: (PixelArray | null)[];
+  } {
     if (!request || typeof request !== "object" || typeof request.inputs !== "object") {
       throw new ArgentRunError("bad-input", "run expects { inputs: { name: image, ... }, params?, outputSize? }");
     }
@@ -653,7 +673,43 @@ export class Pipeline {
       }
       return [slot.offset, word];
     });
-    return { buffers, params, outputs };
+    const into = this.checkInto(request.into, outputs);
+    return { buffers, params, outputs, into };
+  }
+
+  /** Checks `RunRequest.into` against the outputs' types and shapes. */
+  private checkInto(into: Record<string, PixelArray> | undefined, shapes: PlainImage[]): (PixelArray | null)[] {
+    const descriptors = this.abi.buffers.filter((b) => b.role === "output");
+    if (into === undefined) return descriptors.map(() => null);
+    if (!into || typeof into !== "object") throw new ArgentRunError("bad-input", "into must map output names to typed arrays");
+    for (const name of Object.keys(into)) {
+      if (!descriptors.some((d) => d.name === name)) {
+        throw new ArgentRunError(
+          "bad-input",
+          `into names unknown output \`${name}\`; this pipeline's outputs are ${descriptors.map((d) => `\`${d.name}\``).join(", ")}`,
+        );
+      }
+    }
+    return descriptors.map((descriptor, i) => {
+      const array = into[descriptor.name];
+      if (array === undefined) return null;
+      const ArrayType = arrayTypeFor(descriptor.type);
+      const typeFits = array instanceof ArrayType || (ArrayType === Uint8Array && array instanceof Uint8ClampedArray);
+      if (!typeFits) {
+        throw new ArgentRunError(
+          "bad-input",
+          `into.${descriptor.name} must be a ${ArrayType.name} (the output is ${descriptor.type}), got ${Object.prototype.toString.call(array).slice(8, -1)}`,
+        );
+      }
+      const { width, height, channels } = shapes[i];
+      if (array.length !== width * height * channels) {
+        throw new ArgentRunError(
+          "bad-input",
+          `into.${descriptor.name} has ${array.length} values but the ${width}x${height}x${channels} output needs ${width * height * channels}`,
+        );
+      }
+      return array;
+    });
   }
 
   /** Runs the pipeline. Rejects with `ArgentRunError` (see its `kind`). */
@@ -736,11 +792,15 @@ export class Pipeline {
     const t2 = performance.now();
     // A fresh view: the module may have grown the memory during the run.
     const after = memory.buffer;
-    const outputBytes = prepared.buffers.flatMap((buffer, i) =>
-      this.abi.buffers[buffer.index].role === "output"
-        ? [new Uint8Array(after, layout.bases[i], buffer.elements * buffer.elementBytes).slice()]
-        : [],
-    );
+    let output = 0;
+    const outputBytes: Uint8Array[] = [];
+    prepared.buffers.forEach((buffer, i) => {
+      if (this.abi.buffers[buffer.index].role !== "output") return;
+      const size = buffer.elements * buffer.elementBytes;
+      const bytes = outputBytesFor(prepared.into[output++], size);
+      bytes.set(new Uint8Array(after, layout.bases[i], size));
+      outputBytes.push(bytes);
+    });
     const outputs = this.wrapOutputs(prepared, outputBytes);
     const copyOut = performance.now() - t2;
     return {
@@ -767,11 +827,19 @@ export class Pipeline {
     const done = pool.expect(0, (r) => (r.type === "done" || r.type === "run-error") && r.runId === runId);
     pool.post(0, { type: "run", runId, pipelineId: this.id, buffers, params: prepared.params, helpers: 0 }, transfer);
     const executed = this.checkReply(await done, []);
-    const outputs = this.wrapOutputs(prepared, executed.outputs);
+    const t2 = performance.now();
+    const outputBytes = executed.outputs.map((bytes, i) => {
+      const into = prepared.into[i];
+      if (!into) return bytes;
+      const target = outputBytesFor(into, bytes.byteLength);
+      target.set(bytes);
+      return target;
+    });
+    const outputs = this.wrapOutputs(prepared, outputBytes);
     const { copyIn, execute, copyOut } = executed.timings;
     return {
       outputs,
-      timings: runTimings(copied + copyIn, execute, copyOut, performance.now() - called),
+      timings: runTimings(copied + copyIn, execute, copyOut + (performance.now() - t2), performance.now() - called),
       stats: { iterationsPerThread: [executed.iterations] },
     };
   }
@@ -799,7 +867,9 @@ export class Pipeline {
       .forEach((descriptor, i) => {
         const bytes = bytesPerOutput[i];
         const ArrayType = arrayTypeFor(descriptor.type);
-        const data = new ArrayType(bytes.buffer as ArrayBuffer, bytes.byteOffset, bytes.byteLength / TYPE_BYTES[descriptor.type]);
+        const data =
+          prepared.into[i] ??
+          new ArrayType(bytes.buffer as ArrayBuffer, bytes.byteOffset, bytes.byteLength / TYPE_BYTES[descriptor.type]);
         outputs[descriptor.name] = { ...prepared.outputs[i], data, type: descriptor.type };
       });
     return outputs;
@@ -861,7 +931,7 @@ export class Pipeline {
       .filter((b) => b.role === "output")
       .map((_, i) => {
         const total = replies.reduce((sum, r) => sum + (r.type === "done" ? r.outputs[i].byteLength : 0), 0);
-        const bytes = new Uint8Array(total);
+        const bytes = outputBytesFor(prepared.into[i], total);
         let at = 0;
         for (const reply of replies) {
           if (reply.type !== "done") continue;

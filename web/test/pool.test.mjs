@@ -81,6 +81,14 @@ for (const [threads, shared] of [[1, false], [1, true], [2, true], [4, true]]) {
       assert.ok(Math.abs(t.execute + t.marshal + t.overhead - t.total) < 1e-6, JSON.stringify(t));
     });
 
+    test("outputs written into the caller's array", async () => {
+      const input = image(123, 77);
+      const into = new Uint8Array(123 * 77);
+      const { outputs } = await pipeline.run({ inputs: { in: input }, params: { k: 3 }, into: { out: into } });
+      assert.equal(outputs.out.data, into);
+      assert.deepEqual(Array.from(into), expected(input, 3));
+    });
+
     test("the module's bounds check names the input and both regions", async () => {
       const error = await pipeline
         .run({ inputs: { in: image(10, 8) }, outputSize: { width: 10, height: 9 } })

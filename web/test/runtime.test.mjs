@@ -131,6 +131,16 @@ describe("tiles mode (no SharedArrayBuffer)", () => {
     color.dispose();
   });
 
+  test("strips are joined straight into the caller's array", async () => {
+    const pipeline = await tiles.compile(SCALE);
+    const image = grayImage(31, 23);
+    const into = new Uint8ClampedArray(31 * 23);
+    const { outputs } = await pipeline.run({ inputs: { in: image }, params: { k: 2 }, into: { out: into } });
+    assert.equal(outputs.out.data, into);
+    assert.deepEqual(Array.from(into), Array.from(expectedScale(image, 2, 1)));
+    pipeline.dispose();
+  });
+
   test("examples with a whole-image reduction and a resampling give the same bytes as one thread", async () => {
     const single = await createRuntime({ threads: 1 });
     try {
@@ -332,6 +342,36 @@ schedule {
     assert.deepEqual(Array.from(last.outputs.out.data), Array.from(first.outputs.out.data));
     assert.equal(last.stats.iterationsPerThread.reduce((a, b) => a + b, 0), 16);
     assert.equal(pipeline.memory.buffer.byteLength, bytesAfterFirst);
+    pipeline.dispose();
+  });
+
+  test("outputs can be written into the caller's arrays, checked for type and size", async () => {
+    const pipeline = await runtime.compile(SCALE);
+    const image = grayImage(40, 30);
+    const into = new Uint8Array(40 * 30);
+    for (const k of [4, 9]) {
+      const { outputs } = await pipeline.run({ inputs: { in: image }, params: { k }, into: { out: into } });
+      assert.equal(outputs.out.data, into);
+      assert.deepEqual(Array.from(into), Array.from(expectedScale(image, k, 1)));
+    }
+    // The input's own array may receive the output: the input was copied
+    // into the module's memory before the run.
+    const copy = { ...image, data: image.data.slice() };
+    await pipeline.run({ inputs: { in: copy }, params: { k: 1 }, into: { out: copy.data } });
+    assert.deepEqual(Array.from(copy.data), Array.from(expectedScale(image, 1, 1)));
+
+    const bad = async (into, pattern) =>
+      assert.rejects(pipeline.run({ inputs: { in: image }, into }), (e) => e.kind === "bad-input" && pattern.test(e.message));
+    await bad({ out: new Uint16Array(40 * 30) }, /into\.out must be a Uint8Array \(the output is u8\), got Uint16Array/);
+    await bad({ out: new Uint8Array(40 * 30 - 1) }, /into\.out has 1199 values but the 40x30x1 output needs 1200/);
+    await bad({ result: new Uint8Array(1200) }, /unknown output `result`/);
+    // A run the module refuses leaves the array alone.
+    const untouched = new Uint8Array(41 * 30).fill(7);
+    await assert.rejects(
+      pipeline.run({ inputs: { in: image }, outputSize: { width: 41, height: 30 }, into: { out: untouched } }),
+      (e) => e.kind === "input-too-small",
+    );
+    assert.ok(untouched.every((v) => v === 7));
     pipeline.dispose();
   });
 
