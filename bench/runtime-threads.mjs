@@ -10,7 +10,8 @@
 //
 // Usage (after scripts/build-web.sh): node bench/runtime-threads.mjs [--runs N]
 //   [--configs 1,2,1p] (1: one thread on shared memory, 2: two threads,
-//   1p: one thread on a private memory)
+//   1p: one thread on a private memory) [--into] (write outputs into arrays
+//   reused across runs instead of new ones)
 // Prints one table and the machine's load average.
 
 import { readFileSync } from "node:fs";
@@ -50,7 +51,8 @@ const allConfigs = {
 };
 const configsAt = process.argv.indexOf("--configs");
 const configs = (configsAt > 0 ? process.argv[configsAt + 1] : "1,2,1p").split(",").map((key) => allConfigs[key]);
-const KEYS = ["total", "execute", "marshal", "overhead"];
+const KEYS = ["total", "execute", "marshal", "copyIn", "copyOut", "overhead"];
+const reuseOutputs = process.argv.includes("--into");
 const median = (values) => {
   const v = [...values].sort((a, b) => a - b);
   return v.length % 2 ? v[v.length >> 1] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
@@ -66,6 +68,10 @@ for (const workload of workloads) {
     const runtime = await argent.createRuntime(config.options);
     const pipeline = await runtime.compile(source);
     const request = { inputs: { [pipeline.inputs[0].name]: input } };
+    if (reuseOutputs) {
+      const first = await pipeline.run(request);
+      request.into = Object.fromEntries(Object.entries(first.outputs).map(([name, image]) => [name, image.data]));
+    }
     for (let i = 0; i < 3; i++) await pipeline.run(request); // warm-up
     setups.push({ config, runtime, pipeline, request, times: Object.fromEntries(KEYS.map((k) => [k, []])), cpu: [] });
   }
@@ -99,14 +105,17 @@ for (const workload of workloads) {
 }
 
 const f = (x) => x.toFixed(2);
-console.log(`node ${process.version}, ${availableParallelism()} cores, ${RUNS} alternating runs per configuration`);
+console.log(
+  `node ${process.version}, ${availableParallelism()} cores, ${RUNS} alternating runs per configuration, ` +
+    (reuseOutputs ? "outputs into reused arrays" : "new output arrays each run"),
+);
 console.log(`load average before: ${loadBefore.map(f).join(" ")}, after: ${loadavg().map(f).join(" ")}`);
 console.log(
-  "| workload | configuration | total ms | execute ms | marshal ms | overhead ms | min total | min execute | CPU ms (all threads) | x 1 thread (total) | x 1 thread (execute) |",
+  "| workload | configuration | total ms | execute ms | marshal ms (in + out) | overhead ms | min total | min execute | CPU ms (all threads) | x 1 thread (total) | x 1 thread (execute) |",
 );
 console.log("|---|---|---|---|---|---|---|---|---|---|---|");
 for (const r of rows) {
   console.log(
-    `| ${r.workload} | ${r.config} | ${f(r.total)} | ${f(r.execute)} | ${f(r.marshal)} | ${f(r.overhead)} | ${f(r.minTotal)} | ${f(r.minExecute)} | ${f(r.cpu)} | ${f(r.speedupTotal)} | ${f(r.speedupExecute)} |`,
+    `| ${r.workload} | ${r.config} | ${f(r.total)} | ${f(r.execute)} | ${f(r.marshal)} (${f(r.copyIn)} + ${f(r.copyOut)}) | ${f(r.overhead)} | ${f(r.minTotal)} | ${f(r.minExecute)} | ${f(r.cpu)} | ${f(r.speedupTotal)} | ${f(r.speedupExecute)} |`,
   );
 }
