@@ -45,9 +45,9 @@ const workloads = [
   { name: "unsharp 3072x2048 RGB u8", file: "unsharp_mask.ag", input: () => image(Uint8Array, 3, 8) },
 ];
 const allConfigs = {
-  1: { label: "1 thread, shared memory", options: { threads: 1 } },
-  2: { label: "2 threads, shared memory", options: { threads: 2 } },
-  "1p": { label: "1 thread, private memory", options: { threads: 1, sharedMemory: false } },
+  1: { label: "1 thread", options: { threads: 1 } },
+  2: { label: "2 threads", options: { threads: 2 } },
+  "1p": { label: "1 thread, sharedMemory: false", options: { threads: 1, sharedMemory: false } },
 };
 const configsAt = process.argv.indexOf("--configs");
 const configs = (configsAt > 0 ? process.argv[configsAt + 1] : "1,2,1p").split(",").map((key) => allConfigs[key]);
@@ -92,7 +92,7 @@ for (const workload of workloads) {
     const m = Object.fromEntries(KEYS.map((k) => [k, median(setup.times[k])]));
     rows.push({
       workload: workload.name,
-      config: `${setup.config.label} (${setup.runtime.mode})`,
+      config: `${setup.config.label} (${setup.runtime.mode}, ${setup.pipeline.abi.sharedMemory ? "shared" : "private"} memory)`,
       ...m,
       minTotal: Math.min(...setup.times.total),
       minExecute: Math.min(...setup.times.execute),
