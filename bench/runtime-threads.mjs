@@ -11,12 +11,13 @@
 // Usage (after scripts/build-web.sh): node bench/runtime-threads.mjs [--runs N]
 //   [--configs 1,2,1p] (1: one thread on shared memory, 2: two threads,
 //   1p: one thread on a private memory) [--into] (write outputs into arrays
-//   reused across runs instead of new ones)
+//   reused across runs instead of new ones) [--size WxH] (default 3072x2048)
 // Prints one table and the machine's load average.
 
 import { readFileSync } from "node:fs";
 import { loadavg, availableParallelism } from "node:os";
 import { dirname, join, resolve } from "node:path";
+import { Worker } from "node:worker_threads";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), "..");
@@ -24,8 +25,8 @@ const repo = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const argent = await import(pathToFileURL(resolve(process.env.ARGENT_WEB_DIST ?? join(repo, "web/dist"), "index.js")).href);
 const runsAt = process.argv.indexOf("--runs");
 const RUNS = runsAt > 0 ? Number(process.argv[runsAt + 1]) : 21;
-const W = 3072;
-const H = 2048;
+const sizeAt = process.argv.indexOf("--size");
+const [W, H] = sizeAt > 0 ? process.argv[sizeAt + 1].split("x").map(Number) : [3072, 2048];
 
 /** Deterministic pixels with `bits` significant bits. */
 function image(ArrayType, channels, bits) {
@@ -41,8 +42,8 @@ function image(ArrayType, channels, bits) {
 }
 
 const workloads = [
-  { name: "blur 3072x2048 u16", file: "box_blur.ag", input: () => image(Uint16Array, 1, 12) },
-  { name: "unsharp 3072x2048 RGB u8", file: "unsharp_mask.ag", input: () => image(Uint8Array, 3, 8) },
+  { name: `blur ${W}x${H} u16`, file: "box_blur.ag", input: () => image(Uint16Array, 1, 12) },
+  { name: `unsharp ${W}x${H} RGB u8`, file: "unsharp_mask.ag", input: () => image(Uint8Array, 3, 8) },
 ];
 const allConfigs = {
   1: { label: "1 thread", options: { threads: 1 } },
@@ -58,7 +59,34 @@ const median = (values) => {
   return v.length % 2 ? v[v.length >> 1] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
 };
 
+/**
+ * What two threads can get from this machine right now: the same integer
+ * loop on one worker, then split over two, as a speed-up. On a machine
+ * whose cores other processes keep busy it stays well under 2, and no
+ * pipeline can scale better than it.
+ */
+async function calibrate() {
+  const code = `const { parentPort } = require("node:worker_threads");
+parentPort.on("message", (n) => { let x = 0; for (let i = 0; i < n; i++) x = (x * 1103515245 + 12345) | 0; parentPort.postMessage(x); });`;
+  const workers = [new Worker(code, { eval: true }), new Worker(code, { eval: true })];
+  const job = (worker, n) => new Promise((done) => (worker.once("message", done), worker.postMessage(n)));
+  const N = 6e7;
+  await Promise.all(workers.map((w) => job(w, 1e6)));
+  const ratios = [];
+  for (let i = 0; i < 3; i++) {
+    let t = performance.now();
+    await job(workers[0], N);
+    const one = performance.now() - t;
+    t = performance.now();
+    await Promise.all([job(workers[0], N / 2), job(workers[1], N / 2)]);
+    ratios.push(one / (performance.now() - t));
+  }
+  await Promise.all(workers.map((w) => w.terminate()));
+  return median(ratios);
+}
+
 const loadBefore = loadavg();
+const calibrationBefore = await calibrate();
 const rows = [];
 for (const workload of workloads) {
   const source = readFileSync(join(repo, "examples", workload.file), "utf8");
@@ -110,6 +138,9 @@ console.log(
     (reuseOutputs ? "outputs into reused arrays" : "new output arrays each run"),
 );
 console.log(`load average before: ${loadBefore.map(f).join(" ")}, after: ${loadavg().map(f).join(" ")}`);
+console.log(
+  `2-thread speed-up of a plain integer loop on this machine (calibration): ${f(calibrationBefore)} before, ${f(await calibrate())} after`,
+);
 console.log(
   "| workload | configuration | total ms | execute ms | marshal ms (in + out) | overhead ms | min total | min execute | CPU ms (all threads) | x 1 thread (total) | x 1 thread (execute) |",
 );
