@@ -81,7 +81,8 @@ async function run(argv: string[]): Promise<void> {
         `wrote ${written.join(", ")} (${first.width}x${first.height}); ` +
           `${runtime.mode} mode, ${runtime.threads} thread(s), ${pipeline.simd ? "SIMD128" : "scalar"}; ` +
           `compile ${t.toBytes.toFixed(1)} ms + engine ${t.engineCompile.toFixed(1)} ms, ` +
-          `run ${result.timings.execute.toFixed(2)} ms`,
+          `run ${result.timings.total.toFixed(2)} ms (execute ${result.timings.execute.toFixed(2)}, ` +
+          `marshal ${result.timings.marshal.toFixed(2)}, overhead ${result.timings.overhead.toFixed(2)})`,
       );
     }
   } finally {

@@ -1,7 +1,11 @@
 // An execution worker. Every worker of a runtime's pool instantiates each
 // pipeline's module on that pipeline's memory. For one run, one worker is
-// the driver (it lays out memory, calls `run`, and copies outputs back)
-// and the others are helpers that join the parallel loops.
+// the driver (it calls `run`) and the others are helpers that join the
+// parallel loops. On shared memory the main thread writes the inputs and
+// arguments straight into the memory and reads the outputs from it, so
+// the driver gets a message of a few words ("run-in-place"); on a memory
+// of its own the driver also lays out the buffers and copies the
+// (transferred) inputs in and the outputs out ("run").
 //
 // The parallel_for protocol follows argent-wasm's crate docs: the caller
 // publishes a job in a control block in shared memory, bumps a generation
@@ -13,18 +17,15 @@
 
 import {
   ARGS_OFFSET,
-  BUFFER_ALIGN,
-  BUFFER_SLACK,
   CONTROL_OFFSET,
   Control,
-  HEAP_HEADROOM,
-  MAX_MEMORY_BYTES,
-  PAGE_BYTES,
   TRAP_STATUS,
-  alignUp,
+  ensureMemory,
+  planLayout,
+  writeArguments,
 } from "./layout.js";
 import { parentPort } from "./platform.js";
-import type { Abi, ExecReply, ExecRequest, RunBuffer } from "./protocol.js";
+import type { Abi, ExecReply, ExecRequest } from "./protocol.js";
 
 interface Loaded {
   abi: Abi;
@@ -217,61 +218,20 @@ function load(request: Extract<ExecRequest, { type: "load" }>): void {
   }
 }
 
-/** Grows `memory` to at least `bytes`. */
-function ensureMemory(memory: WebAssembly.Memory, bytes: number): void {
-  const have = memory.buffer.byteLength;
-  if (bytes > have) memory.grow(Math.ceil((bytes - have) / PAGE_BYTES));
+/** The part of `done` that does not depend on where the buffers came from. */
+interface Executed {
+  status: number;
+  errorArgs: number[];
+  execute: number;
 }
 
-function run(request: Extract<ExecRequest, { type: "run" }>): void {
-  const loaded = pipelines.get(request.pipelineId);
-  if (!loaded) {
-    reply({ type: "run-error", runId: request.runId, message: `pipeline ${request.pipelineId} is not loaded` });
-    return;
-  }
+/** Calls `run` on an argument block already in memory, helpers joining its loops. */
+function execute(loaded: Loaded, helpers: number): Executed {
   const { abi, memory } = loaded;
-  const t0 = performance.now();
-  // Lay out the buffers after the argument block, each aligned and followed
-  // by the slack SIMD loads may touch.
-  let cursor = alignUp(ARGS_OFFSET + abi.argsSize, BUFFER_ALIGN);
-  const bases: number[] = [];
-  for (const buffer of request.buffers) {
-    bases.push(cursor);
-    cursor = alignUp(cursor + buffer.elements * buffer.elementBytes + BUFFER_SLACK, BUFFER_ALIGN);
-  }
-  const heapTop = cursor;
-  if (heapTop + HEAP_HEADROOM > MAX_MEMORY_BYTES) {
-    reply({
-      type: "run-error",
-      runId: request.runId,
-      message: `the inputs and outputs need ${heapTop} bytes, more than the 4 GiB a wasm32 memory can hold`,
-    });
-    return;
-  }
-  try {
-    ensureMemory(memory, heapTop + HEAP_HEADROOM);
-  } catch (error) {
-    reply({ type: "run-error", runId: request.runId, message: `could not grow memory to ${heapTop} bytes: ${describeError(error)}` });
-    return;
-  }
-  const bytes = new Uint8Array(memory.buffer);
-  const words = new DataView(memory.buffer, ARGS_OFFSET, abi.argsSize);
-  words.setInt32(abi.heapTopOffset, heapTop, true);
-  request.buffers.forEach((buffer, i) => {
-    const descriptor = abi.buffers[buffer.index];
-    words.setInt32(descriptor.offset, bases[i], true);
-    for (let d = 0; d < descriptor.dims; d++) {
-      words.setInt32(descriptor.offset + 4 + 12 * d, buffer.mins[d], true);
-      words.setInt32(descriptor.offset + 8 + 12 * d, buffer.extents[d], true);
-      words.setInt32(descriptor.offset + 12 + 12 * d, buffer.strides[d], true);
-    }
-    if (buffer.bytes) bytes.set(buffer.bytes, bases[i]);
-  });
-  for (const [offset, word] of request.params) words.setInt32(offset, word, true);
-  loaded.helpers = request.helpers;
+  loaded.helpers = helpers;
   loaded.trap = null;
   loaded.iterations = 0;
-  const t1 = performance.now();
+  const started = performance.now();
   let status: number;
   try {
     status = (loaded.instance.exports.run as (argsPtr: number) => number)(ARGS_OFFSET);
@@ -281,37 +241,98 @@ function run(request: Extract<ExecRequest, { type: "run" }>): void {
   } finally {
     releaseHelpers(loaded);
   }
-  const t2 = performance.now();
+  const executeMs = performance.now() - started;
   const errorArgs: number[] = [];
-  const outputs: Uint8Array[] = [];
-  if (status === 0) {
-    request.buffers.forEach((buffer, i) => {
-      if (abi.buffers[buffer.index].role !== "output") return;
-      const size = buffer.elements * buffer.elementBytes;
-      // memory.buffer may have been replaced by a grow during the run.
-      outputs.push(new Uint8Array(memory.buffer, bases[i], size).slice());
-    });
-  } else if (status > 0) {
+  if (status > 0) {
+    // memory.buffer may have been replaced by a grow during the run.
     const view = new DataView(memory.buffer, ARGS_OFFSET);
     const count = abi.asserts[status - 1]?.argTypes.length ?? 0;
     for (let i = 0; i < Math.min(count, abi.maxErrorArgs); i++) {
       errorArgs.push(view.getInt32(abi.errorArgsOffset + 4 * i, true));
     }
   }
-  const t3 = performance.now();
+  return { status, errorArgs, execute: executeMs };
+}
+
+/** A run on a memory only this worker holds: lay out, copy in, run, copy out. */
+function run(request: Extract<ExecRequest, { type: "run" }>): void {
+  const loaded = pipelines.get(request.pipelineId);
+  if (!loaded) {
+    reply({ type: "run-error", runId: request.runId, message: `pipeline ${request.pipelineId} is not loaded` });
+    return;
+  }
+  const { abi, memory } = loaded;
+  const t0 = performance.now();
+  const layout = planLayout(abi.argsSize, request.buffers);
+  if (!layout) {
+    const bytes = request.buffers.reduce((sum, b) => sum + b.elements * b.elementBytes, 0);
+    reply({
+      type: "run-error",
+      runId: request.runId,
+      message: `the inputs and outputs need ${bytes} bytes, more than the 4 GiB a wasm32 memory can hold`,
+    });
+    return;
+  }
+  try {
+    ensureMemory(memory, layout.bytesNeeded);
+  } catch (error) {
+    reply({
+      type: "run-error",
+      runId: request.runId,
+      message: `could not grow memory to ${layout.bytesNeeded} bytes: ${describeError(error)}`,
+    });
+    return;
+  }
+  writeArguments(memory, abi, request.buffers, layout, request.params);
+  const bytes = new Uint8Array(memory.buffer);
+  request.buffers.forEach((buffer, i) => {
+    if (buffer.bytes) bytes.set(buffer.bytes, layout.bases[i]);
+  });
+  const copyIn = performance.now() - t0;
+  const executed = execute(loaded, request.helpers);
+  const t2 = performance.now();
+  const outputs: Uint8Array[] = [];
+  if (executed.status === 0) {
+    request.buffers.forEach((buffer, i) => {
+      if (abi.buffers[buffer.index].role !== "output") return;
+      const size = buffer.elements * buffer.elementBytes;
+      // A fresh view: the module may have grown the memory.
+      outputs.push(new Uint8Array(memory.buffer, layout.bases[i], size).slice());
+    });
+  }
   reply(
     {
       type: "done",
       runId: request.runId,
-      status,
-      errorArgs,
+      status: executed.status,
+      errorArgs: executed.errorArgs,
       outputs,
       trap: loaded.trap,
       iterations: loaded.iterations,
-      timings: { copyIn: t1 - t0, execute: t2 - t1, copyOut: t3 - t2 },
+      timings: { copyIn, execute: executed.execute, copyOut: performance.now() - t2 },
     },
     outputs.map((output) => output.buffer),
   );
+}
+
+/** A run whose arguments and inputs the main thread wrote into shared memory. */
+function runInPlace(request: Extract<ExecRequest, { type: "run-in-place" }>): void {
+  const loaded = pipelines.get(request.pipelineId);
+  if (!loaded) {
+    reply({ type: "run-error", runId: request.runId, message: `pipeline ${request.pipelineId} is not loaded` });
+    return;
+  }
+  const executed = execute(loaded, request.helpers);
+  reply({
+    type: "done",
+    runId: request.runId,
+    status: executed.status,
+    errorArgs: executed.errorArgs,
+    outputs: [],
+    trap: loaded.trap,
+    iterations: loaded.iterations,
+    timings: { copyIn: 0, execute: executed.execute, copyOut: 0 },
+  });
 }
 
 function join(request: Extract<ExecRequest, { type: "join" }>): void {
@@ -333,6 +354,8 @@ port.onMessage((request: ExecRequest) => {
       return;
     case "run":
       return run(request);
+    case "run-in-place":
+      return runInPlace(request);
     case "join":
       return join(request);
   }

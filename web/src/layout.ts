@@ -58,3 +58,76 @@ export function resetControl(memory: WebAssembly.Memory): void {
   const control = new Int32Array(memory.buffer, CONTROL_OFFSET, Control.words);
   for (let i = 0; i < Control.words; i++) Atomics.store(control, i, 0);
 }
+
+/** What the layout needs to know about one buffer of a run. */
+export interface BufferShape {
+  /** Index in `Abi.buffers`. */
+  index: number;
+  elementBytes: number;
+  mins: number[];
+  extents: number[];
+  /** In elements. */
+  strides: number[];
+  /** Number of elements (the dense interleaved size). */
+  elements: number;
+}
+
+/** Where a run's buffers go in memory. */
+export interface Layout {
+  /** Byte address of each buffer, in the order they were given. */
+  bases: number[];
+  /** The first free byte after them: the heap top the module starts from. */
+  heapTop: number;
+  /** The memory size the run needs before it starts (heap top plus headroom). */
+  bytesNeeded: number;
+}
+
+/**
+ * Places the buffers after the argument block, each aligned and followed
+ * by the slack SIMD loads may touch. Returns null when they do not fit in a
+ * wasm32 memory.
+ */
+export function planLayout(argsSize: number, buffers: readonly BufferShape[]): Layout | null {
+  let cursor = alignUp(ARGS_OFFSET + argsSize, BUFFER_ALIGN);
+  const bases: number[] = [];
+  for (const buffer of buffers) {
+    bases.push(cursor);
+    cursor = alignUp(cursor + buffer.elements * buffer.elementBytes + BUFFER_SLACK, BUFFER_ALIGN);
+  }
+  const bytesNeeded = cursor + HEAP_HEADROOM;
+  return bytesNeeded > MAX_MEMORY_BYTES ? null : { bases, heapTop: cursor, bytesNeeded };
+}
+
+/** Grows `memory` to at least `bytes`; throws when the engine refuses. */
+export function ensureMemory(memory: WebAssembly.Memory, bytes: number): void {
+  const have = memory.buffer.byteLength;
+  if (bytes > have) memory.grow(Math.ceil((bytes - have) / PAGE_BYTES));
+}
+
+/**
+ * Writes the argument block (heap top, buffer descriptors, parameters) of
+ * one run into `memory`, which must already hold `layout.bytesNeeded`
+ * bytes. The run counter word is the module's and is left alone.
+ */
+export function writeArguments(
+  memory: WebAssembly.Memory,
+  abi: { heapTopOffset: number; argsSize: number; buffers: { offset: number; dims: number }[] },
+  buffers: readonly BufferShape[],
+  layout: Layout,
+  params: readonly (readonly [number, number])[],
+): void {
+  // A fresh view: a grow (ours, or the module's in an earlier run) replaces
+  // the buffer object of a memory.
+  const words = new DataView(memory.buffer, ARGS_OFFSET, abi.argsSize);
+  words.setInt32(abi.heapTopOffset, layout.heapTop, true);
+  buffers.forEach((buffer, i) => {
+    const descriptor = abi.buffers[buffer.index];
+    words.setInt32(descriptor.offset, layout.bases[i], true);
+    for (let d = 0; d < descriptor.dims; d++) {
+      words.setInt32(descriptor.offset + 4 + 12 * d, buffer.mins[d], true);
+      words.setInt32(descriptor.offset + 8 + 12 * d, buffer.extents[d], true);
+      words.setInt32(descriptor.offset + 12 + 12 * d, buffer.strides[d], true);
+    }
+  });
+  for (const [offset, word] of params) words.setInt32(offset, word, true);
+}

@@ -2,6 +2,8 @@
 // the runtime's workers exchange. Field names mirror the Rust structs in
 // crates/argent-web/src/{api,describe}.rs exactly.
 
+import type { BufferShape } from "./layout.js";
+
 /** A position in the source text. */
 export interface SourcePosition {
   /** Byte offset in the UTF-8 source. */
@@ -131,19 +133,12 @@ export interface Abi {
   sharedMemory: boolean;
 }
 
-/** One buffer of a run, as the main thread hands it to the driver. */
-export interface RunBuffer {
-  /** Index in `Abi.buffers`. */
-  index: number;
-  elementBytes: number;
-  /** Per dimension, in the buffer's dimension order. */
-  mins: number[];
-  extents: number[];
-  /** In elements. */
-  strides: number[];
-  /** Number of elements (the dense interleaved size). */
-  elements: number;
-  /** Input pixels (inputs only), as bytes. */
+/**
+ * One buffer of a run, as the main thread hands it to a driver that owns
+ * its memory (single-threaded and tiles modes).
+ */
+export interface RunBuffer extends BufferShape {
+  /** Input pixels (inputs only), as bytes; transferred, not cloned. */
   bytes?: Uint8Array;
 }
 
@@ -160,6 +155,17 @@ export type ExecRequest =
       params: [number, number][];
       helpers: number;
     }
+  | {
+      /**
+       * Shared memory: the main thread has already laid out the buffers,
+       * copied the inputs in and written the argument block, so the driver
+       * only calls `run`; the main thread reads the outputs itself.
+       */
+      type: "run-in-place";
+      runId: number;
+      pipelineId: number;
+      helpers: number;
+    }
   | { type: "join"; runId: number; pipelineId: number };
 
 /** Messages from an execution worker to the main thread. */
@@ -172,7 +178,7 @@ export type ExecReply =
       runId: number;
       status: number;
       errorArgs: number[];
-      /** Output bytes in `RunBuffer` order of the outputs. */
+      /** Output bytes in `RunBuffer` order of the outputs (empty after `run-in-place`). */
       outputs: Uint8Array[];
       trap: string | null;
       /** Parallel-loop iterations the driver ran itself. */

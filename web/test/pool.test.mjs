@@ -50,13 +50,17 @@ before(() => {
   serial = handModule(false);
 });
 
-for (const threads of [1, 2, 4]) {
-  describe(`${threads} thread(s)`, () => {
+// One thread runs both kinds of module: the serial one on a memory of the
+// driver's own (inputs and outputs travel in messages), the threaded one on
+// shared memory (the main thread copies them in and out directly, and the
+// driver runs every parallel iteration itself).
+for (const [threads, shared] of [[1, false], [1, true], [2, true], [4, true]]) {
+  describe(`${threads} thread(s), ${shared ? "shared" : "private"} memory`, () => {
     let runtime;
     let pipeline;
     before(async () => {
       runtime = await createRuntime({ threads });
-      pipeline = await runtime.load(threads > 1 ? threaded : serial);
+      pipeline = await runtime.load(shared ? threaded : serial);
     });
     after(() => runtime.dispose());
 
@@ -65,7 +69,24 @@ for (const threads of [1, 2, 4]) {
       const { outputs, stats } = await pipeline.run({ inputs: { in: input }, params: { k: 5 } });
       assert.deepEqual(Array.from(outputs.out.data), expected(input, 5));
       assert.equal(stats.iterationsPerThread.length, threads);
-      assert.equal(stats.iterationsPerThread.reduce((a, b) => a + b, 0), threads > 1 ? 1031 : 0);
+      assert.equal(stats.iterationsPerThread.reduce((a, b) => a + b, 0), shared ? 1031 : 0);
+    });
+
+    test("timings split the run into execute, marshal and overhead", async () => {
+      const { timings: t } = await pipeline.run({ inputs: { in: image(640, 480) } });
+      for (const key of ["copyIn", "execute", "copyOut", "marshal", "overhead", "total"]) {
+        assert.ok(Number.isFinite(t[key]) && t[key] >= 0, `${key} = ${t[key]}`);
+      }
+      assert.equal(t.marshal, t.copyIn + t.copyOut);
+      assert.ok(Math.abs(t.execute + t.marshal + t.overhead - t.total) < 1e-6, JSON.stringify(t));
+    });
+
+    test("outputs written into the caller's array", async () => {
+      const input = image(123, 77);
+      const into = new Uint8Array(123 * 77);
+      const { outputs } = await pipeline.run({ inputs: { in: input }, params: { k: 3 }, into: { out: into } });
+      assert.equal(outputs.out.data, into);
+      assert.deepEqual(Array.from(into), expected(input, 3));
     });
 
     test("the module's bounds check names the input and both regions", async () => {
@@ -99,8 +120,8 @@ for (const threads of [1, 2, 4]) {
   });
 }
 
-test("a module made for shared memory is refused by a single-threaded runtime", async () => {
-  const runtime = await createRuntime({ threads: 1 });
+test("a module made for shared memory is refused by a runtime without shared memory", async () => {
+  const runtime = await createRuntime({ threads: 1, sharedMemory: false });
   try {
     await assert.rejects(runtime.load(threaded), /shared memory/);
   } finally {

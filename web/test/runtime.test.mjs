@@ -70,7 +70,9 @@ describe("environment", () => {
       assert.match(single.modeReason, /one thread/);
       const pipeline = await single.compile(SCALE);
       assert.equal(pipeline.simd, false);
-      assert.equal(pipeline.abi.sharedMemory, false);
+      // With shared memory available one thread uses it too, so inputs and
+      // outputs are copied straight into and out of the module's memory.
+      assert.equal(pipeline.abi.sharedMemory, true);
       const image = grayImage(40, 30);
       const { outputs, stats } = await pipeline.run({ inputs: { in: image } });
       assert.deepEqual(Array.from(outputs.out.data), Array.from(expectedScale(image, 3, 1)));
@@ -127,6 +129,16 @@ describe("tiles mode (no SharedArrayBuffer)", () => {
     assert.equal(result.outputs.out.channels, 3);
     assert.deepEqual(Array.from(result.outputs.out.data), Array.from(photo.data, (v) => v >> 1));
     color.dispose();
+  });
+
+  test("strips are joined straight into the caller's array", async () => {
+    const pipeline = await tiles.compile(SCALE);
+    const image = grayImage(31, 23);
+    const into = new Uint8ClampedArray(31 * 23);
+    const { outputs } = await pipeline.run({ inputs: { in: image }, params: { k: 2 }, into: { out: into } });
+    assert.equal(outputs.out.data, into);
+    assert.deepEqual(Array.from(into), Array.from(expectedScale(image, 2, 1)));
+    pipeline.dispose();
   });
 
   test("examples with a whole-image reduction and a resampling give the same bytes as one thread", async () => {
@@ -330,6 +342,60 @@ schedule {
     assert.deepEqual(Array.from(last.outputs.out.data), Array.from(first.outputs.out.data));
     assert.equal(last.stats.iterationsPerThread.reduce((a, b) => a + b, 0), 16);
     assert.equal(pipeline.memory.buffer.byteLength, bytesAfterFirst);
+    pipeline.dispose();
+  });
+
+  test("outputs can be written into the caller's arrays, checked for type and size", async () => {
+    const pipeline = await runtime.compile(SCALE);
+    const image = grayImage(40, 30);
+    const into = new Uint8Array(40 * 30);
+    for (const k of [4, 9]) {
+      const { outputs } = await pipeline.run({ inputs: { in: image }, params: { k }, into: { out: into } });
+      assert.equal(outputs.out.data, into);
+      assert.deepEqual(Array.from(into), Array.from(expectedScale(image, k, 1)));
+    }
+    // The input's own array may receive the output: the input was copied
+    // into the module's memory before the run.
+    const copy = { ...image, data: image.data.slice() };
+    await pipeline.run({ inputs: { in: copy }, params: { k: 1 }, into: { out: copy.data } });
+    assert.deepEqual(Array.from(copy.data), Array.from(expectedScale(image, 1, 1)));
+
+    const bad = async (into, pattern) =>
+      assert.rejects(pipeline.run({ inputs: { in: image }, into }), (e) => e.kind === "bad-input" && pattern.test(e.message));
+    await bad({ out: new Uint16Array(40 * 30) }, /into\.out must be a Uint8Array \(the output is u8\), got Uint16Array/);
+    await bad({ out: new Uint8Array(40 * 30 - 1) }, /into\.out has 1199 values but the 40x30x1 output needs 1200/);
+    await bad({ result: new Uint8Array(1200) }, /unknown output `result`/);
+    // A run the module refuses leaves the array alone.
+    const untouched = new Uint8Array(41 * 30).fill(7);
+    await assert.rejects(
+      pipeline.run({ inputs: { in: image }, outputSize: { width: 41, height: 30 }, into: { out: untouched } }),
+      (e) => e.kind === "input-too-small",
+    );
+    assert.ok(untouched.every((v) => v === 7));
+    pipeline.dispose();
+  });
+
+  test("a run whose intermediates grow the memory, then a larger image, give the right pixels", async () => {
+    // The intermediate (4 bytes a pixel, computed whole) is larger than the
+    // headroom the runtime leaves, so the generated code grows the memory
+    // during the run; the second, larger image makes the runtime grow it
+    // again before writing the input, after the module's own grow.
+    const pipeline = await runtime.compile(`
+input u8 in(x, y)
+wide(x, y) = f32(in(x, y)) * 0.5
+out(x, y) = u8(wide(x, y))
+output out
+schedule {
+  wide.compute_root()
+  out.parallel(y)
+}
+`);
+    for (const [width, height] of [[700, 500], [1100, 900], [64, 48]]) {
+      const image = grayImage(width, height);
+      const { outputs } = await pipeline.run({ inputs: { in: image } });
+      assert.deepEqual(Array.from(outputs.out.data), Array.from(image.data, (v) => v >> 1), `${width}x${height}`);
+    }
+    assert.ok(pipeline.memory.buffer.byteLength > 1100 * 900 * 6);
     pipeline.dispose();
   });
 

@@ -1,0 +1,152 @@
+// How the runtime's time splits on 1 and 2 threads for the two workloads of
+// issue 4's scaling target (blur 3072x2048 u16, unsharp mask 3072x2048 RGB
+// u8): medians of `total` (what a caller of `run` waits for), `execute`
+// (the generated code), `marshal` (copying pixels in and out) and
+// `overhead` (messages, waking helpers). Runs of the runtimes alternate, so
+// the load of a shared machine weighs on every configuration alike and the
+// ratios of one run can be compared. Medians, the best run (min), and the
+// median CPU time of the whole process per run (all threads: on a loaded
+// machine two threads may get no more CPU than one, which this shows).
+//
+// Usage (after scripts/build-web.sh): node bench/runtime-threads.mjs [--runs N]
+//   [--configs 1,2,1p] (1: one thread on shared memory, 2: two threads,
+//   1p: one thread on a private memory) [--into] (write outputs into arrays
+//   reused across runs instead of new ones) [--size WxH] (default 3072x2048)
+// Prints one table and the machine's load average.
+
+import { readFileSync } from "node:fs";
+import { loadavg, availableParallelism } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { Worker } from "node:worker_threads";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+const repo = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+// ARGENT_WEB_DIST points at another build of the runtime (e.g. an older one, to compare).
+const argent = await import(pathToFileURL(resolve(process.env.ARGENT_WEB_DIST ?? join(repo, "web/dist"), "index.js")).href);
+const runsAt = process.argv.indexOf("--runs");
+const RUNS = runsAt > 0 ? Number(process.argv[runsAt + 1]) : 21;
+const sizeAt = process.argv.indexOf("--size");
+const [W, H] = sizeAt > 0 ? process.argv[sizeAt + 1].split("x").map(Number) : [3072, 2048];
+
+/** Deterministic pixels with `bits` significant bits. */
+function image(ArrayType, channels, bits) {
+  const data = new ArrayType(W * H * channels);
+  let s = 12345;
+  for (let i = 0; i < data.length; i++) {
+    s ^= s << 13;
+    s ^= s >>> 17;
+    s ^= s << 5;
+    data[i] = (s >>> 0) & ((1 << bits) - 1);
+  }
+  return { data, width: W, height: H, channels };
+}
+
+const workloads = [
+  { name: `blur ${W}x${H} u16`, file: "box_blur.ag", input: () => image(Uint16Array, 1, 12) },
+  { name: `unsharp ${W}x${H} RGB u8`, file: "unsharp_mask.ag", input: () => image(Uint8Array, 3, 8) },
+];
+const allConfigs = {
+  1: { label: "1 thread", options: { threads: 1 } },
+  2: { label: "2 threads", options: { threads: 2 } },
+  "1p": { label: "1 thread, sharedMemory: false", options: { threads: 1, sharedMemory: false } },
+};
+const configsAt = process.argv.indexOf("--configs");
+const configs = (configsAt > 0 ? process.argv[configsAt + 1] : "1,2,1p").split(",").map((key) => allConfigs[key]);
+const KEYS = ["total", "execute", "marshal", "copyIn", "copyOut", "overhead"];
+const reuseOutputs = process.argv.includes("--into");
+const median = (values) => {
+  const v = [...values].sort((a, b) => a - b);
+  return v.length % 2 ? v[v.length >> 1] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
+};
+
+/**
+ * What two threads can get from this machine right now: the same integer
+ * loop on one worker, then split over two, as a speed-up. On a machine
+ * whose cores other processes keep busy it stays well under 2, and no
+ * pipeline can scale better than it.
+ */
+async function calibrate() {
+  const code = `const { parentPort } = require("node:worker_threads");
+parentPort.on("message", (n) => { let x = 0; for (let i = 0; i < n; i++) x = (x * 1103515245 + 12345) | 0; parentPort.postMessage(x); });`;
+  const workers = [new Worker(code, { eval: true }), new Worker(code, { eval: true })];
+  const job = (worker, n) => new Promise((done) => (worker.once("message", done), worker.postMessage(n)));
+  const N = 6e7;
+  await Promise.all(workers.map((w) => job(w, 1e6)));
+  const ratios = [];
+  for (let i = 0; i < 3; i++) {
+    let t = performance.now();
+    await job(workers[0], N);
+    const one = performance.now() - t;
+    t = performance.now();
+    await Promise.all([job(workers[0], N / 2), job(workers[1], N / 2)]);
+    ratios.push(one / (performance.now() - t));
+  }
+  await Promise.all(workers.map((w) => w.terminate()));
+  return median(ratios);
+}
+
+const loadBefore = loadavg();
+const calibrationBefore = await calibrate();
+const rows = [];
+for (const workload of workloads) {
+  const source = readFileSync(join(repo, "examples", workload.file), "utf8");
+  const input = workload.input();
+  const setups = [];
+  for (const config of configs) {
+    const runtime = await argent.createRuntime(config.options);
+    const pipeline = await runtime.compile(source);
+    const request = { inputs: { [pipeline.inputs[0].name]: input } };
+    if (reuseOutputs) {
+      const first = await pipeline.run(request);
+      request.into = Object.fromEntries(Object.entries(first.outputs).map(([name, image]) => [name, image.data]));
+    }
+    for (let i = 0; i < 3; i++) await pipeline.run(request); // warm-up
+    setups.push({ config, runtime, pipeline, request, times: Object.fromEntries(KEYS.map((k) => [k, []])), cpu: [] });
+  }
+  for (let r = 0; r < RUNS; r++) {
+    for (const setup of setups) {
+      const cpuBefore = process.cpuUsage();
+      const { timings } = await setup.pipeline.run(setup.request);
+      const cpu = process.cpuUsage(cpuBefore);
+      setup.cpu.push((cpu.user + cpu.system) / 1000);
+      // Builds before marshal and overhead existed: derive them.
+      const marshal = timings.marshal ?? timings.copyIn + timings.copyOut;
+      const t = { ...timings, marshal, overhead: timings.overhead ?? timings.total - timings.execute - marshal };
+      for (const key of KEYS) setup.times[key].push(t[key]);
+    }
+  }
+  const base = setups[0];
+  for (const setup of setups) {
+    const m = Object.fromEntries(KEYS.map((k) => [k, median(setup.times[k])]));
+    rows.push({
+      workload: workload.name,
+      config: `${setup.config.label} (${setup.runtime.mode}, ${setup.pipeline.abi.sharedMemory ? "shared" : "private"} memory)`,
+      ...m,
+      minTotal: Math.min(...setup.times.total),
+      minExecute: Math.min(...setup.times.execute),
+      cpu: median(setup.cpu),
+      speedupTotal: median(base.times.total) / m.total,
+      speedupExecute: median(base.times.execute) / m.execute,
+    });
+    setup.runtime.dispose();
+  }
+}
+
+const f = (x) => x.toFixed(2);
+console.log(
+  `node ${process.version}, ${availableParallelism()} cores, ${RUNS} alternating runs per configuration, ` +
+    (reuseOutputs ? "outputs into reused arrays" : "new output arrays each run"),
+);
+console.log(`load average before: ${loadBefore.map(f).join(" ")}, after: ${loadavg().map(f).join(" ")}`);
+console.log(
+  `2-thread speed-up of a plain integer loop on this machine (calibration): ${f(calibrationBefore)} before, ${f(await calibrate())} after`,
+);
+console.log(
+  "| workload | configuration | total ms | execute ms | marshal ms (in + out) | overhead ms | min total | min execute | CPU ms (all threads) | x 1 thread (total) | x 1 thread (execute) |",
+);
+console.log("|---|---|---|---|---|---|---|---|---|---|---|");
+for (const r of rows) {
+  console.log(
+    `| ${r.workload} | ${r.config} | ${f(r.total)} | ${f(r.execute)} | ${f(r.marshal)} (${f(r.copyIn)} + ${f(r.copyOut)}) | ${f(r.overhead)} | ${f(r.minTotal)} | ${f(r.minExecute)} | ${f(r.cpu)} | ${f(r.speedupTotal)} | ${f(r.speedupExecute)} |`,
+  );
+}
