@@ -19,11 +19,7 @@ const PHOTO = new URL("./fixtures/chelsea-96x64.png", import.meta.url).pathname;
 // Examples the compiler cannot run yet, each with the reason. They still
 // run and are reported as TODO (node:test prints them), so a fix shows up
 // as a passing TODO and a new failure anywhere else fails the suite.
-const KNOWN_GAPS = {
-  camera_pipe: "lowering: cannot infer a region through long chains of inlined strided stages",
-  local_laplacian: "lowering: cannot infer a region through long chains of inlined strided stages",
-  multiscale_interpolation: "lowering: cannot infer a region through long chains of inlined strided stages",
-};
+const KNOWN_GAPS = {};
 // Known to fail only with several threads, intermittently: a bug, not a gap.
 const KNOWN_THREADED_BUGS = {};
 const CONFIGS = [

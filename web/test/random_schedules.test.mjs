@@ -26,11 +26,7 @@ const skip = SEEDS > 0 ? false : "opt-in: set ARGENT_RANDOM_SEEDS=n";
 
 // Examples that cannot be lowered yet (see examples.test.mjs): reported
 // as TODO, so a fix shows up as a passing TODO.
-const KNOWN_GAPS = {
-  camera_pipe: "lowering: cannot infer a region through long chains of inlined strided stages",
-  local_laplacian: "lowering: cannot infer a region through long chains of inlined strided stages",
-  multiscale_interpolation: "lowering: cannot infer a region through long chains of inlined strided stages",
-};
+const KNOWN_GAPS = {};
 const CONFIGS = [
   { threads: 1, simd: true },
   { threads: 2, simd: true },

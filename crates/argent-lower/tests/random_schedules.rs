@@ -16,15 +16,9 @@ use std::sync::Mutex;
 
 /// Examples that do not lower yet with their own schedule; their random
 /// schedules are not run. Each must still fail, so a fix shows up here
-/// (and then belongs in the checked set).
-/// - camera_pipe, local_laplacian, multiscale_interpolation: bounds
-///   inference loses the region of a func read through a long chain of
-///   inlined, strided stages (see tests/examples.rs).
-const KNOWN_FAILURES: [&str; 3] = [
-    "camera_pipe.ag",
-    "local_laplacian.ag",
-    "multiscale_interpolation.ag",
-];
+/// (and then belongs in the checked set). Empty since bounds inference
+/// names consumers' regions.
+const KNOWN_FAILURES: [&str; 0] = [];
 
 /// Decode a photo of the repository as `(width, height, RGB bytes)`.
 fn load_photo(name: &str) -> (usize, usize, Vec<u8>) {
