@@ -9,13 +9,42 @@
 //! `argent_arith::bounds_of_expr_in_scope` once that API settles.
 
 use argent_ir::{BinOp, CallTarget, Expr, ExprKind, Intrinsic, Type, UnaryOp};
+use std::cmp::Ordering;
 use std::collections::BTreeMap;
+
+/// An atom of an affine form, ordered structurally. Keying terms by their
+/// printed text cost time proportional to the atom's size at every level of
+/// every simplification; a structural comparison stops at the first
+/// difference (or at once for shared nodes), and any total order keeps the
+/// form canonical.
+#[derive(Clone, Debug)]
+struct TermKey(Expr);
+
+impl PartialEq for TermKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for TermKey {}
+
+impl PartialOrd for TermKey {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for TermKey {
+    fn cmp(&self, other: &Self) -> Ordering {
+        argent_arith::expr_cmp(&self.0, &other.0)
+    }
+}
 
 /// An affine form `sum(coef * atom) + constant` over atoms that are not
 /// themselves affine (variables, min/max, divisions, calls, ...).
 #[derive(Clone, Debug)]
 struct Affine {
-    terms: BTreeMap<String, (i64, Expr)>,
+    terms: BTreeMap<TermKey, (i64, Expr)>,
     constant: i64,
 }
 
@@ -28,7 +57,7 @@ impl Affine {
     }
     fn atom(e: Expr) -> Affine {
         let mut terms = BTreeMap::new();
-        terms.insert(e.to_string(), (1, e));
+        terms.insert(TermKey(e.clone()), (1, e));
         Affine { terms, constant: 0 }
     }
     fn add(mut self, other: Affine, sign: i64) -> Affine {
@@ -112,10 +141,51 @@ fn affine_of(e: &Expr) -> Affine {
     }
 }
 
+/// How many simplified nodes [`simplify`] remembers before forgetting them all.
+const SIMPLIFY_MEMO_LIMIT: usize = 1 << 16;
+
+thread_local! {
+    /// Results of [`simplify`] by node identity. Bounds inference builds
+    /// bounds from bounds that are already simplified and simplifies the
+    /// whole again at every level; remembering the shared subtrees makes
+    /// that linear. Each entry holds its key node, so the address cannot be
+    /// reused by another node while the entry lives.
+    static SIMPLIFY_MEMO: std::cell::RefCell<std::collections::HashMap<usize, (Expr, Expr)>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
+}
+
 /// Simplify an expression: constant folding, affine canonicalisation of
 /// `i32` arithmetic, and min/max/select/comparison folding where the
 /// difference of the operands is a known constant.
 pub fn simplify(e: &Expr) -> Expr {
+    // Leaves simplify to themselves; no need to remember them.
+    if matches!(
+        e.kind(),
+        ExprKind::IntImm(_) | ExprKind::FloatImm(_) | ExprKind::Var(_)
+    ) {
+        return e.clone();
+    }
+    let id = e.node() as *const _ as usize;
+    if let Some(done) = SIMPLIFY_MEMO.with(|m| m.borrow().get(&id).map(|(_, r)| r.clone())) {
+        return done;
+    }
+    let result = simplify_uncached(e);
+    SIMPLIFY_MEMO.with(|m| {
+        let mut m = m.borrow_mut();
+        if m.len() >= SIMPLIFY_MEMO_LIMIT {
+            m.clear();
+        }
+        m.insert(id, (e.clone(), result.clone()));
+        // Simplified expressions are built upon again (bounds of bounds);
+        // they are their own simplification.
+        let result_id = result.node() as *const _ as usize;
+        m.entry(result_id)
+            .or_insert_with(|| (result.clone(), result.clone()));
+    });
+    result
+}
+
+fn simplify_uncached(e: &Expr) -> Expr {
     let ty = e.ty();
     match e.kind() {
         ExprKind::IntImm(_) | ExprKind::FloatImm(_) | ExprKind::Var(_) => e.clone(),
