@@ -142,7 +142,7 @@ fn affine_of(e: &Expr) -> Affine {
 }
 
 /// How many simplified nodes [`simplify`] remembers before forgetting them all.
-const SIMPLIFY_MEMO_LIMIT: usize = 1 << 16;
+const SIMPLIFY_MEMO_LIMIT: usize = 1 << 18;
 
 thread_local! {
     /// Results of [`simplify`] by node identity. Bounds inference builds
@@ -152,6 +152,12 @@ thread_local! {
     /// reused by another node while the entry lives.
     static SIMPLIFY_MEMO: std::cell::RefCell<std::collections::HashMap<usize, (Expr, Expr)>> =
         std::cell::RefCell::new(std::collections::HashMap::new());
+}
+
+/// Forget the results that [`simplify`] remembers (they stay correct, but a
+/// new lowering has no use for the last one's).
+pub fn forget_simplifications() {
+    SIMPLIFY_MEMO.with(|m| m.borrow_mut().clear());
 }
 
 /// Simplify an expression: constant folding, affine canonicalisation of

@@ -713,6 +713,10 @@ pub fn bounds_inference(
     pipeline: &Pipeline,
     body: &Stmt,
 ) -> Result<(Stmt, Vec<(String, Expr)>), LowerError> {
+    // Each lowering starts with no remembered simplifications: what the
+    // last pipeline's bounds simplified to is of no use here, and its
+    // expressions need not be kept alive.
+    crate::arith::forget_simplifications();
     let mut stmt = body.clone();
     let mut root_lets: Vec<(String, Expr)> = Vec::new();
     let params = param_scope(pipeline);
