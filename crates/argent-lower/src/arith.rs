@@ -158,6 +158,7 @@ thread_local! {
 /// new lowering has no use for the last one's).
 pub fn forget_simplifications() {
     SIMPLIFY_MEMO.with(|m| m.borrow_mut().clear());
+    SIZE_MEMO.with(|m| m.borrow_mut().clear());
 }
 
 /// Simplify an expression: constant folding, affine canonicalisation of
@@ -1183,33 +1184,65 @@ fn float_bounds(op: BinOp, a: &Interval, b: &Interval) -> Interval {
     }
 }
 
-/// Whether `e` has fewer than `limit` nodes (stops counting at the limit).
-pub fn node_count_below(e: &Expr, limit: usize) -> bool {
-    fn count(e: &Expr, budget: &mut usize) -> bool {
-        if *budget == 0 {
-            return false;
-        }
-        *budget -= 1;
-        match e.kind() {
-            ExprKind::IntImm(_) | ExprKind::FloatImm(_) | ExprKind::Var(_) => true,
-            ExprKind::Cast { value, .. }
-            | ExprKind::Unary { value, .. }
-            | ExprKind::Broadcast { value, .. } => count(value, budget),
-            ExprKind::Binary { a, b, .. } => count(a, budget) && count(b, budget),
-            ExprKind::Select {
-                cond,
-                then,
-                otherwise,
-            } => count(cond, budget) && count(then, budget) && count(otherwise, budget),
-            ExprKind::Call { args, .. } => args.iter().all(|a| count(a, budget)),
-            ExprKind::Let { value, body, .. } => count(value, budget) && count(body, budget),
-            ExprKind::Load { index, .. } => count(index, budget),
-            ExprKind::Ramp { base, stride, .. } => count(base, budget) && count(stride, budget),
-            ExprKind::Shuffle { vectors, .. } => vectors.iter().all(|a| count(a, budget)),
-        }
+/// Tree sizes above this are all the same to [`node_count_below`] (its
+/// limits are smaller).
+const SIZE_CAP: usize = 1 << 12;
+
+thread_local! {
+    /// Tree sizes (capped at [`SIZE_CAP`]) by node identity, each entry
+    /// holding its node. Bounds are built from bounds already measured, so
+    /// measuring a new node only looks up its children; counting afresh
+    /// at every level of [`bounds_of_expr`] was quadratic.
+    static SIZE_MEMO: std::cell::RefCell<std::collections::HashMap<usize, (Expr, usize)>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
+}
+
+/// The number of nodes of `e` as a tree (shared subtrees counted once per
+/// use), or [`SIZE_CAP`] if that is more.
+fn tree_size(e: &Expr) -> usize {
+    if matches!(
+        e.kind(),
+        ExprKind::IntImm(_) | ExprKind::FloatImm(_) | ExprKind::Var(_)
+    ) {
+        return 1;
     }
-    let mut budget = limit;
-    count(e, &mut budget)
+    let id = e.node() as *const _ as usize;
+    if let Some(n) = SIZE_MEMO.with(|m| m.borrow().get(&id).map(|(_, n)| *n)) {
+        return n;
+    }
+    let sum = |v: &[&Expr]| v.iter().map(|x| tree_size(x)).sum::<usize>();
+    let below = match e.kind() {
+        ExprKind::IntImm(_) | ExprKind::FloatImm(_) | ExprKind::Var(_) => 0,
+        ExprKind::Cast { value, .. }
+        | ExprKind::Unary { value, .. }
+        | ExprKind::Broadcast { value, .. } => tree_size(value),
+        ExprKind::Binary { a, b, .. } => sum(&[a, b]),
+        ExprKind::Select {
+            cond,
+            then,
+            otherwise,
+        } => sum(&[cond, then, otherwise]),
+        ExprKind::Call { args, .. } => args.iter().map(tree_size).sum(),
+        ExprKind::Let { value, body, .. } => sum(&[value, body]),
+        ExprKind::Load { index, .. } => tree_size(index),
+        ExprKind::Ramp { base, stride, .. } => sum(&[base, stride]),
+        ExprKind::Shuffle { vectors, .. } => vectors.iter().map(tree_size).sum(),
+    };
+    let n = (1 + below).min(SIZE_CAP);
+    SIZE_MEMO.with(|m| {
+        let mut m = m.borrow_mut();
+        if m.len() >= SIMPLIFY_MEMO_LIMIT {
+            m.clear();
+        }
+        m.insert(id, (e.clone(), n));
+    });
+    n
+}
+
+/// Whether `e` has at most `limit` nodes (counted as a tree).
+pub fn node_count_below(e: &Expr, limit: usize) -> bool {
+    debug_assert!(limit < SIZE_CAP);
+    tree_size(e) <= limit
 }
 
 #[cfg(test)]
