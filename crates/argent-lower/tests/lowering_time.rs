@@ -4,7 +4,7 @@
 //! Each pipeline is lowered twice over, through the core passes only (up to
 //! `checks`) and through every pass, repeating until about half a second
 //! has passed so that fast examples are measured over many runs and slow
-//! ones are not repeated needlessly.
+//! ones are not repeated needlessly; the fastest run is shown.
 
 mod common;
 
@@ -12,20 +12,25 @@ use argent_ir::Pipeline;
 use argent_lower::{LowerOptions, lower};
 use std::time::{Duration, Instant};
 
-/// Mean time of one lowering with `options`, and whether it succeeded.
-fn mean_time(p: &Pipeline, options: &LowerOptions) -> (Duration, String) {
+/// The fastest of repeated lowerings with `options` (the machine is shared:
+/// the minimum is what the code costs, the mean is also the neighbours'
+/// load), and whether it succeeded.
+fn fastest_time(p: &Pipeline, options: &LowerOptions) -> (Duration, String) {
     let budget = Duration::from_millis(500);
     let start = Instant::now();
     let mut runs = 0u32;
+    let mut fastest = Duration::MAX;
     let mut outcome = String::new();
     while runs == 0 || (start.elapsed() < budget && runs < 1000) {
+        let run = Instant::now();
         outcome = match lower(p, options) {
             Ok(_) => "ok".into(),
             Err(e) => format!("error: {e}"),
         };
+        fastest = fastest.min(run.elapsed());
         runs += 1;
     }
-    (start.elapsed() / runs, outcome)
+    (fastest, outcome)
 }
 
 fn time(name: &str, p: &Pipeline) {
@@ -40,8 +45,8 @@ fn time(name: &str, p: &Pipeline) {
         core_only: true,
         ..Default::default()
     };
-    let (core_time, core_outcome) = mean_time(p, &core);
-    let (all_time, all_outcome) = mean_time(p, &LowerOptions::default());
+    let (core_time, core_outcome) = fastest_time(p, &core);
+    let (all_time, all_outcome) = fastest_time(p, &LowerOptions::default());
     println!(
         "| {name} | {} | {:.2} ms | {:.2} ms | {} |",
         p.funcs.len(),
