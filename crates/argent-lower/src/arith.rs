@@ -9,13 +9,42 @@
 //! `argent_arith::bounds_of_expr_in_scope` once that API settles.
 
 use argent_ir::{BinOp, CallTarget, Expr, ExprKind, Intrinsic, Type, UnaryOp};
+use std::cmp::Ordering;
 use std::collections::BTreeMap;
+
+/// An atom of an affine form, ordered structurally. Keying terms by their
+/// printed text cost time proportional to the atom's size at every level of
+/// every simplification; a structural comparison stops at the first
+/// difference (or at once for shared nodes), and any total order keeps the
+/// form canonical.
+#[derive(Clone, Debug)]
+struct TermKey(Expr);
+
+impl PartialEq for TermKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for TermKey {}
+
+impl PartialOrd for TermKey {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for TermKey {
+    fn cmp(&self, other: &Self) -> Ordering {
+        argent_arith::expr_cmp(&self.0, &other.0)
+    }
+}
 
 /// An affine form `sum(coef * atom) + constant` over atoms that are not
 /// themselves affine (variables, min/max, divisions, calls, ...).
 #[derive(Clone, Debug)]
 struct Affine {
-    terms: BTreeMap<String, (i64, Expr)>,
+    terms: BTreeMap<TermKey, (i64, Expr)>,
     constant: i64,
 }
 
@@ -28,7 +57,7 @@ impl Affine {
     }
     fn atom(e: Expr) -> Affine {
         let mut terms = BTreeMap::new();
-        terms.insert(e.to_string(), (1, e));
+        terms.insert(TermKey(e.clone()), (1, e));
         Affine { terms, constant: 0 }
     }
     fn add(mut self, other: Affine, sign: i64) -> Affine {
@@ -112,10 +141,58 @@ fn affine_of(e: &Expr) -> Affine {
     }
 }
 
+/// How many simplified nodes [`simplify`] remembers before forgetting them all.
+const SIMPLIFY_MEMO_LIMIT: usize = 1 << 18;
+
+thread_local! {
+    /// Results of [`simplify`] by node identity. Bounds inference builds
+    /// bounds from bounds that are already simplified and simplifies the
+    /// whole again at every level; remembering the shared subtrees makes
+    /// that linear. Each entry holds its key node, so the address cannot be
+    /// reused by another node while the entry lives.
+    static SIMPLIFY_MEMO: std::cell::RefCell<std::collections::HashMap<usize, (Expr, Expr)>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
+}
+
+/// Forget the results that [`simplify`] remembers (they stay correct, but a
+/// new lowering has no use for the last one's).
+pub fn forget_simplifications() {
+    SIMPLIFY_MEMO.with(|m| m.borrow_mut().clear());
+    SIZE_MEMO.with(|m| m.borrow_mut().clear());
+}
+
 /// Simplify an expression: constant folding, affine canonicalisation of
 /// `i32` arithmetic, and min/max/select/comparison folding where the
 /// difference of the operands is a known constant.
 pub fn simplify(e: &Expr) -> Expr {
+    // Leaves simplify to themselves; no need to remember them.
+    if matches!(
+        e.kind(),
+        ExprKind::IntImm(_) | ExprKind::FloatImm(_) | ExprKind::Var(_)
+    ) {
+        return e.clone();
+    }
+    let id = e.node() as *const _ as usize;
+    if let Some(done) = SIMPLIFY_MEMO.with(|m| m.borrow().get(&id).map(|(_, r)| r.clone())) {
+        return done;
+    }
+    let result = simplify_uncached(e);
+    SIMPLIFY_MEMO.with(|m| {
+        let mut m = m.borrow_mut();
+        if m.len() >= SIMPLIFY_MEMO_LIMIT {
+            m.clear();
+        }
+        m.insert(id, (e.clone(), result.clone()));
+        // Simplified expressions are built upon again (bounds of bounds);
+        // they are their own simplification.
+        let result_id = result.node() as *const _ as usize;
+        m.entry(result_id)
+            .or_insert_with(|| (result.clone(), result.clone()));
+    });
+    result
+}
+
+fn simplify_uncached(e: &Expr) -> Expr {
     let ty = e.ty();
     match e.kind() {
         ExprKind::IntImm(_) | ExprKind::FloatImm(_) | ExprKind::Var(_) => e.clone(),
@@ -1107,33 +1184,65 @@ fn float_bounds(op: BinOp, a: &Interval, b: &Interval) -> Interval {
     }
 }
 
-/// Whether `e` has fewer than `limit` nodes (stops counting at the limit).
-pub fn node_count_below(e: &Expr, limit: usize) -> bool {
-    fn count(e: &Expr, budget: &mut usize) -> bool {
-        if *budget == 0 {
-            return false;
-        }
-        *budget -= 1;
-        match e.kind() {
-            ExprKind::IntImm(_) | ExprKind::FloatImm(_) | ExprKind::Var(_) => true,
-            ExprKind::Cast { value, .. }
-            | ExprKind::Unary { value, .. }
-            | ExprKind::Broadcast { value, .. } => count(value, budget),
-            ExprKind::Binary { a, b, .. } => count(a, budget) && count(b, budget),
-            ExprKind::Select {
-                cond,
-                then,
-                otherwise,
-            } => count(cond, budget) && count(then, budget) && count(otherwise, budget),
-            ExprKind::Call { args, .. } => args.iter().all(|a| count(a, budget)),
-            ExprKind::Let { value, body, .. } => count(value, budget) && count(body, budget),
-            ExprKind::Load { index, .. } => count(index, budget),
-            ExprKind::Ramp { base, stride, .. } => count(base, budget) && count(stride, budget),
-            ExprKind::Shuffle { vectors, .. } => vectors.iter().all(|a| count(a, budget)),
-        }
+/// Tree sizes above this are all the same to [`node_count_below`] (its
+/// limits are smaller).
+const SIZE_CAP: usize = 1 << 12;
+
+thread_local! {
+    /// Tree sizes (capped at [`SIZE_CAP`]) by node identity, each entry
+    /// holding its node. Bounds are built from bounds already measured, so
+    /// measuring a new node only looks up its children; counting afresh
+    /// at every level of [`bounds_of_expr`] was quadratic.
+    static SIZE_MEMO: std::cell::RefCell<std::collections::HashMap<usize, (Expr, usize)>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
+}
+
+/// The number of nodes of `e` as a tree (shared subtrees counted once per
+/// use), or [`SIZE_CAP`] if that is more.
+fn tree_size(e: &Expr) -> usize {
+    if matches!(
+        e.kind(),
+        ExprKind::IntImm(_) | ExprKind::FloatImm(_) | ExprKind::Var(_)
+    ) {
+        return 1;
     }
-    let mut budget = limit;
-    count(e, &mut budget)
+    let id = e.node() as *const _ as usize;
+    if let Some(n) = SIZE_MEMO.with(|m| m.borrow().get(&id).map(|(_, n)| *n)) {
+        return n;
+    }
+    let sum = |v: &[&Expr]| v.iter().map(|x| tree_size(x)).sum::<usize>();
+    let below = match e.kind() {
+        ExprKind::IntImm(_) | ExprKind::FloatImm(_) | ExprKind::Var(_) => 0,
+        ExprKind::Cast { value, .. }
+        | ExprKind::Unary { value, .. }
+        | ExprKind::Broadcast { value, .. } => tree_size(value),
+        ExprKind::Binary { a, b, .. } => sum(&[a, b]),
+        ExprKind::Select {
+            cond,
+            then,
+            otherwise,
+        } => sum(&[cond, then, otherwise]),
+        ExprKind::Call { args, .. } => args.iter().map(tree_size).sum(),
+        ExprKind::Let { value, body, .. } => sum(&[value, body]),
+        ExprKind::Load { index, .. } => tree_size(index),
+        ExprKind::Ramp { base, stride, .. } => sum(&[base, stride]),
+        ExprKind::Shuffle { vectors, .. } => vectors.iter().map(tree_size).sum(),
+    };
+    let n = (1 + below).min(SIZE_CAP);
+    SIZE_MEMO.with(|m| {
+        let mut m = m.borrow_mut();
+        if m.len() >= SIMPLIFY_MEMO_LIMIT {
+            m.clear();
+        }
+        m.insert(id, (e.clone(), n));
+    });
+    n
+}
+
+/// Whether `e` has at most `limit` nodes (counted as a tree).
+pub fn node_count_below(e: &Expr, limit: usize) -> bool {
+    debug_assert!(limit < SIZE_CAP);
+    tree_size(e) <= limit
 }
 
 #[cfg(test)]

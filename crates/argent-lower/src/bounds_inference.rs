@@ -223,6 +223,12 @@ impl BoxFinder<'_> {
                 body,
                 ..
             } => {
+                // Looking only for what is written, a loop that writes none
+                // of the target need not be bounded (realize_bounds walks
+                // every realization's body, loops of other funcs included).
+                if !self.include_calls && !writes(body, self.target) {
+                    return;
+                }
                 self.expr(min);
                 self.expr(extent);
                 // Simplify `min + extent - 1` before taking its bounds, so that
@@ -312,6 +318,23 @@ impl BoxFinder<'_> {
 
 /// The box of `func` (a func or an input) that `s` reads, and also writes
 /// when `include_provides`; `None` when `s` does not touch it.
+/// Whether `s` contains a `Provide` to `func`.
+fn writes(s: &Stmt, func: &str) -> bool {
+    match s {
+        Stmt::Provide { func: f, .. } => f == func,
+        Stmt::For { body, .. }
+        | Stmt::LetStmt { body, .. }
+        | Stmt::ProducerConsumer { body, .. }
+        | Stmt::Realize { body, .. }
+        | Stmt::Allocate { body, .. } => writes(body, func),
+        Stmt::Block(v) => v.iter().any(|s| writes(s, func)),
+        Stmt::IfThenElse {
+            then, otherwise, ..
+        } => writes(then, func) || otherwise.as_ref().is_some_and(|o| writes(o, func)),
+        Stmt::Assert { .. } | Stmt::Evaluate(_) | Stmt::Store { .. } => false,
+    }
+}
+
 pub fn box_touched(s: &Stmt, func: &str, include_provides: bool, params: &Scope) -> Option<Box_> {
     let mut f = BoxFinder {
         target: func,
@@ -713,6 +736,10 @@ pub fn bounds_inference(
     pipeline: &Pipeline,
     body: &Stmt,
 ) -> Result<(Stmt, Vec<(String, Expr)>), LowerError> {
+    // Each lowering starts with no remembered simplifications: what the
+    // last pipeline's bounds simplified to is of no use here, and its
+    // expressions need not be kept alive.
+    crate::arith::forget_simplifications();
     let mut stmt = body.clone();
     let mut root_lets: Vec<(String, Expr)> = Vec::new();
     let params = param_scope(pipeline);

@@ -28,12 +28,17 @@ pub fn inline_funcs(pipeline: &Pipeline, inlined: &BTreeSet<String>) -> Pipeline
         .map(|f| f.name.clone())
         .collect();
     let mut counter = 0usize;
+    // The funcs each definition calls: a definition that does not call the
+    // func being inlined is left as it is without walking it (a pyramid of
+    // many inlined funcs would otherwise walk every definition once per
+    // inlined func).
+    let mut calls: Vec<BTreeSet<String>> = p.funcs.iter().map(funcs_called).collect();
     for name in order {
         let Some(def) = p.func(&name).cloned() else {
             continue;
         };
-        for f in p.funcs.iter_mut() {
-            if f.name == name || inlined.contains(&f.name) && false {
+        for (f, called) in p.funcs.iter_mut().zip(calls.iter_mut()) {
+            if f.name == name || !called.contains(&name) {
                 continue;
             }
             let mut m = Inliner {
@@ -54,10 +59,44 @@ pub fn inline_funcs(pipeline: &Pipeline, inlined: &BTreeSet<String>) -> Pipeline
                     }
                 }
             }
+            *called = funcs_called(f);
         }
     }
     p.funcs.retain(|f| !inlined.contains(&f.name));
     p
+}
+
+/// The names of the funcs that `f`'s definitions (pure and update) call.
+fn funcs_called(f: &Func) -> BTreeSet<String> {
+    struct Calls(BTreeSet<String>);
+    impl Visitor for Calls {
+        fn visit_expr(&mut self, e: &Expr) {
+            if let ExprKind::Call {
+                target: CallTarget::Func(n),
+                ..
+            } = e.kind()
+            {
+                self.0.insert(n.clone());
+            }
+            walk_expr(self, e);
+        }
+    }
+    let mut c = Calls(BTreeSet::new());
+    c.visit_expr(&f.value);
+    for u in &f.updates {
+        c.visit_expr(&u.value);
+        u.args.iter().for_each(|a| c.visit_expr(a));
+        if let Some(r) = &u.rdom {
+            if let Some(pred) = &r.predicate {
+                c.visit_expr(pred);
+            }
+            for d in &r.dims {
+                c.visit_expr(&d.min);
+                c.visit_expr(&d.extent);
+            }
+        }
+    }
+    c.0
 }
 
 struct Inliner<'a> {
