@@ -1190,7 +1190,7 @@ impl Simplifier {
                 break;
             }
             let v = self.expr(&crate::substitute_many(value, &pending));
-            if is_trivial(&v) {
+            if is_trivial(&v) || is_small_affine(&v, 3) {
                 // Substituting is safe unless something below rebinds a
                 // variable of the value (the whole body's binders are a
                 // conservative superset).
@@ -1426,6 +1426,38 @@ fn is_trivial(e: &Expr) -> bool {
         ExprKind::Ramp { stride, .. } => is_const(stride),
         _ => false,
     }
+}
+
+/// Whether `e` is a scalar integer sum of at most `terms` variables (each
+/// maybe times a constant) plus a constant, such as `x.min + 8 * t + 255`.
+/// Lowering binds region bounds like these to names; substituting them lets
+/// differences such as `(x.min + 8 * t + 255) - (x.min + 8 * t) + 1` fold to
+/// constants (constant allocation sizes and strides in steady states),
+/// while the substituted expression stays as cheap as the variable read.
+fn is_small_affine(e: &Expr, terms: usize) -> bool {
+    fn count(e: &Expr, budget: &mut usize) -> bool {
+        match e.kind() {
+            ExprKind::IntImm(_) => true,
+            ExprKind::Var(_) => {
+                if *budget == 0 {
+                    return false;
+                }
+                *budget -= 1;
+                true
+            }
+            ExprKind::Binary { op, a, b } => match op {
+                BinOp::Add | BinOp::Sub => count(a, budget) && count(b, budget),
+                BinOp::Mul => {
+                    (is_const(b) && matches!(a.kind(), ExprKind::Var(_)) && count(a, budget))
+                        || (is_const(a) && matches!(b.kind(), ExprKind::Var(_)) && count(b, budget))
+                }
+                _ => false,
+            },
+            _ => false,
+        }
+    }
+    let mut budget = terms;
+    e.ty().is_integer() && e.ty().is_scalar() && count(e, &mut budget)
 }
 
 fn count_uses(e: &Expr, name: &str) -> usize {

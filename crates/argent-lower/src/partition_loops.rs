@@ -939,8 +939,7 @@ mod tests {
         expect![[r#"
             for (xo, xo.steady.min, (xo.steady.end - xo.steady.min)) {
               for (xi, 0, 8) {
-                let x = (xi + (xo * 8))
-                out(x) = (in(x) * 2)
+                out((xi + (xo * 8))) = (in((xi + (xo * 8))) * 2)
               }
             }"#]]
         .assert_eq(steady);

@@ -56,105 +56,97 @@ fn steady_loops(wat: &str) -> String {
 fn box_blur_steady_state_is_v128_without_clamps() {
     let wat = example_wat("box_blur.ag");
     expect![[r#"
-        1 steady-state loops; the first:
-        local.get 12
-        local.get 192
-        i32.const 32
-        i32.mul
-        i32.add
-        local.get 316
-        i32.add
-        local.set 322
-        local.get 9
-        local.get 283
-        i32.const 256
-        i32.mul
-        i32.add
-        local.get 327
+        3 steady-state loops; the first:
+        local.get 305
         i32.const 8
         i32.mul
+        local.get 9
         i32.add
-        local.get 322
+        local.get 289
         i32.const 256
         i32.mul
         i32.add
-        local.get 285
+        local.get 7
+        local.get 275
+        local.get 5
         i32.sub
-        local.get 286
-        i32.const 256
         i32.mul
+        i32.add
+        local.get 2
         i32.sub
-        local.set 323
-        local.get 290
-        local.get 323
+        local.set 307
+        local.get 1
+        local.get 307
         i32.const 1
         i32.shl
         i32.add
         v128.load align=1
-        local.set 137
-        local.get 290
-        local.get 323
-        i32.const 1
-        i32.shl
-        i32.add
-        v128.load offset=512 align=1
-        local.set 127
-        local.get 137
-        local.get 127
-        i16x8.add
-        local.set 181
-        local.get 290
-        local.get 323
-        i32.const 256
-        i32.sub
-        i32.const 1
-        i32.shl
-        i32.add
-        v128.load align=1
-        local.set 139
-        local.get 181
-        local.get 139
-        i16x8.add
         local.set 140
+        local.get 1
+        local.get 307
+        i32.const 1
+        i32.shl
+        i32.add
+        v128.load offset=2 align=1
+        local.set 134
+        local.get 140
+        local.get 134
+        i16x8.add
+        local.set 125
+        local.get 1
+        local.get 307
+        i32.const 1
+        i32.sub
+        i32.const 1
+        i32.shl
+        i32.add
+        v128.load align=1
+        local.set 135
+        local.get 125
+        local.get 135
+        i16x8.add
+        local.set 136
         i32.const 43691
         i16x8.splat
-        local.set 138
-        local.get 140
-        local.get 138
+        local.set 137
+        local.get 136
+        local.get 137
         i32x4.extmul_low_i16x8_u
         i32.const 17
         i32x4.shr_u
-        local.get 140
-        local.get 138
+        local.get 136
+        local.get 137
         i32x4.extmul_high_i16x8_u
         i32.const 17
         i32x4.shr_u
         i16x8.narrow_i32x4_u
-        local.set 179
-        local.get 8
-        local.get 283
-        i32.const 256
-        i32.mul
-        local.get 327
+        local.set 138
+        local.get 286
+        local.get 305
         i32.const 8
         i32.mul
-        i32.add
-        local.get 14
-        local.get 322
-        local.get 12
-        i32.sub
+        local.get 275
+        i32.const 256
         i32.mul
         i32.add
+        local.get 12
+        i32.const 256
+        i32.mul
+        i32.sub
+        local.get 188
+        i32.const 8192
+        i32.mul
+        i32.sub
         i32.const 1
         i32.shl
         i32.add
-        local.get 179
-        v128.store align=1
-        local.get 327
+        local.get 138
+        v128.store offset=512 align=1
+        local.get 305
         i32.const 1
         i32.add
-        local.tee 327
-        local.get 321
+        local.tee 305
+        local.get 306
         i32.lt_s
         br_if 0 (;@9;)"#]].assert_eq(&steady_loops(&wat));
 }
