@@ -57,104 +57,87 @@ fn box_blur_steady_state_is_v128_without_clamps() {
     let wat = example_wat("box_blur.ag");
     expect![[r#"
         1 steady-state loops; the first:
-        local.get 12
-        local.get 192
-        i32.const 32
-        i32.mul
-        i32.add
-        local.get 316
-        i32.add
-        local.set 322
-        local.get 9
-        local.get 283
-        i32.const 256
-        i32.mul
-        i32.add
-        local.get 327
+        local.get 406
+        local.get 408
         i32.const 8
         i32.mul
         i32.add
-        local.get 322
-        i32.const 256
-        i32.mul
+        local.set 410
+        local.get 370
+        local.get 410
+        local.get 403
         i32.add
-        local.get 285
-        i32.sub
-        local.get 286
-        i32.const 256
-        i32.mul
-        i32.sub
-        local.set 323
-        local.get 290
-        local.get 323
-        i32.const 1
-        i32.shl
-        i32.add
-        v128.load align=1
-        local.set 137
-        local.get 290
-        local.get 323
-        i32.const 1
-        i32.shl
-        i32.add
-        v128.load offset=512 align=1
-        local.set 127
-        local.get 137
-        local.get 127
-        i16x8.add
-        local.set 181
-        local.get 290
-        local.get 323
-        i32.const 256
+        local.get 365
         i32.sub
         i32.const 1
         i32.shl
         i32.add
         v128.load align=1
-        local.set 139
-        local.get 181
-        local.get 139
+        local.set 158
+        local.get 370
+        local.get 410
+        local.get 404
+        i32.add
+        local.get 365
+        i32.sub
+        i32.const 1
+        i32.shl
+        i32.add
+        v128.load align=1
+        local.set 191
+        local.get 158
+        local.get 191
         i16x8.add
-        local.set 140
+        local.set 157
+        local.get 370
+        local.get 410
+        local.get 407
+        i32.add
+        local.get 365
+        i32.sub
+        i32.const 1
+        i32.shl
+        i32.add
+        v128.load align=1
+        local.set 163
+        local.get 157
+        local.get 163
+        i16x8.add
+        local.set 165
         i32.const 43691
         i16x8.splat
-        local.set 138
-        local.get 140
-        local.get 138
+        local.set 164
+        local.get 165
+        local.get 164
         i32x4.extmul_low_i16x8_u
         i32.const 17
         i32x4.shr_u
-        local.get 140
-        local.get 138
+        local.get 165
+        local.get 164
         i32x4.extmul_high_i16x8_u
         i32.const 17
         i32x4.shr_u
         i16x8.narrow_i32x4_u
-        local.set 179
+        local.set 156
         local.get 8
-        local.get 283
-        i32.const 256
-        i32.mul
-        local.get 327
+        local.get 398
+        local.get 408
         i32.const 8
         i32.mul
         i32.add
-        local.get 14
-        local.get 322
-        local.get 12
-        i32.sub
-        i32.mul
+        local.get 401
         i32.add
         i32.const 1
         i32.shl
         i32.add
-        local.get 179
+        local.get 156
         v128.store align=1
-        local.get 327
+        local.get 408
         i32.const 1
         i32.add
-        local.tee 327
-        local.get 321
+        local.tee 408
+        local.get 409
         i32.lt_s
-        br_if 0 (;@9;)"#]].assert_eq(&steady_loops(&wat));
+        br_if 0 (;@9;)"#]]
+    .assert_eq(&steady_loops(&wat));
 }
