@@ -58,9 +58,9 @@ struct Partitioner {
 }
 
 impl Partitioner {
-    /// A vectorised loop of constant extent whose body has `likely`
-    /// boundary cases cannot be split into pieces (its lanes run as one),
-    /// but all its lanes are usually in the steady state. It becomes
+    /// A vectorised loop of constant extent whose body has a `likely`
+    /// guard (and perhaps clamps) cannot be split into pieces (its lanes
+    /// run as one), but all its lanes are usually in the steady state. It becomes
     /// `if (every lane is steady) { vectorized steady body } else {
     /// original loop }`, so that boundary tiles (the first and last tile
     /// columns, whose consumers keep their guards) still run vector code
@@ -87,7 +87,7 @@ impl Partitioner {
             return None;
         };
         let lanes = const_int(&simplify(extent))?;
-        if lanes <= 1 {
+        if lanes <= 1 || !has_likely_guard(body) {
             return None;
         }
         let mut steady = Steady {
@@ -139,6 +139,30 @@ impl Partitioner {
             otherwise: Some(Box::new(s.clone())),
         })
     }
+}
+
+/// Whether `s` has an `if (likely(..))`: the guard of a split loop, which
+/// keeps a vectorised loop serial (its condition varies across lanes).
+/// Clamps alone vectorise as they are (as gathers), so a guarded copy of a
+/// loop without a guard would cost compile time (the simplifier's work
+/// grows with the code) for little speed.
+fn has_likely_guard(s: &Stmt) -> bool {
+    struct Find(bool);
+    impl Visitor for Find {
+        fn visit_stmt(&mut self, s: &Stmt) {
+            if let Stmt::IfThenElse { cond, .. } = s {
+                if is_likely_call(cond).is_some() {
+                    self.0 = true;
+                }
+            }
+            if !self.0 {
+                walk_stmt(self, s);
+            }
+        }
+    }
+    let mut find = Find(false);
+    find.visit_stmt(s);
+    find.0
 }
 
 impl Mutator for Partitioner {

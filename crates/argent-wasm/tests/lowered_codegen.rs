@@ -57,86 +57,86 @@ fn box_blur_steady_state_is_v128_without_clamps() {
     let wat = example_wat("box_blur.ag");
     expect![[r#"
         1 steady-state loops; the first:
-        local.get 406
-        local.get 408
+        local.get 390
+        local.get 392
         i32.const 8
         i32.mul
         i32.add
-        local.set 410
-        local.get 370
-        local.get 410
-        local.get 403
+        local.set 394
+        local.get 354
+        local.get 394
+        local.get 387
         i32.add
-        local.get 365
+        local.get 349
         i32.sub
         i32.const 1
         i32.shl
         i32.add
         v128.load align=1
-        local.set 158
-        local.get 370
-        local.get 410
-        local.get 404
+        local.set 147
+        local.get 354
+        local.get 394
+        local.get 388
         i32.add
-        local.get 365
+        local.get 349
         i32.sub
         i32.const 1
         i32.shl
         i32.add
         v128.load align=1
-        local.set 191
-        local.get 158
-        local.get 191
+        local.set 180
+        local.get 147
+        local.get 180
         i16x8.add
-        local.set 157
-        local.get 370
-        local.get 410
-        local.get 407
+        local.set 150
+        local.get 354
+        local.get 394
+        local.get 391
         i32.add
-        local.get 365
+        local.get 349
         i32.sub
         i32.const 1
         i32.shl
         i32.add
         v128.load align=1
-        local.set 163
-        local.get 157
-        local.get 163
+        local.set 151
+        local.get 150
+        local.get 151
         i16x8.add
-        local.set 165
+        local.set 153
         i32.const 43691
         i16x8.splat
-        local.set 164
-        local.get 165
-        local.get 164
+        local.set 152
+        local.get 153
+        local.get 152
         i32x4.extmul_low_i16x8_u
         i32.const 17
         i32x4.shr_u
-        local.get 165
-        local.get 164
+        local.get 153
+        local.get 152
         i32x4.extmul_high_i16x8_u
         i32.const 17
         i32x4.shr_u
         i16x8.narrow_i32x4_u
-        local.set 156
+        local.set 149
         local.get 8
-        local.get 398
-        local.get 408
+        local.get 382
+        local.get 392
         i32.const 8
         i32.mul
         i32.add
-        local.get 401
+        local.get 385
         i32.add
         i32.const 1
         i32.shl
         i32.add
-        local.get 156
+        local.get 149
         v128.store align=1
-        local.get 408
+        local.get 392
         i32.const 1
         i32.add
-        local.tee 408
-        local.get 409
+        local.tee 392
+        local.get 393
         i32.lt_s
         br_if 0 (;@9;)"#]]
     .assert_eq(&steady_loops(&wat));
