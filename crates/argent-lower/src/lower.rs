@@ -31,6 +31,7 @@ pub const PASSES: &[&str] = &[
     "specialize_strides",
     "simplify",
     "cse",
+    "hoist_invariants",
 ];
 
 /// What to record while lowering.
@@ -200,6 +201,9 @@ pub fn lower(pipeline: &Pipeline, options: &LowerOptions) -> Result<Lowered, Low
     rec.record("simplify", &s)?;
     let s = argent_arith::cse_stmt(&s);
     rec.record("cse", &s)?;
+    // Loop-invariant scalar arithmetic moves out of serial loops.
+    let s = crate::hoist_invariants::hoist_loop_invariants(&s);
+    rec.record("hoist_invariants", &s)?;
     let module = Module {
         name: pipeline
             .outputs

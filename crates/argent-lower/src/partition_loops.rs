@@ -36,13 +36,162 @@ use std::collections::{HashMap, HashSet};
 pub fn partition_loops(s: &Stmt) -> Stmt {
     // Simplifying afterwards folds constant steady-state bounds and drops
     // pieces that are empty.
-    argent_arith::simplify_stmt(&Partitioner.mutate_stmt(s))
+    argent_arith::simplify_stmt(
+        &Partitioner {
+            vector_guards_only: false,
+            enclosing: Scope::new(),
+        }
+        .mutate_stmt(s),
+    )
 }
 
-struct Partitioner;
+struct Partitioner {
+    /// Inside a prologue or epilogue: only vectorised loops get a guarded
+    /// steady-state copy (see [`Partitioner::guard_vector_loop`]); serial
+    /// loops are not partitioned again, which would multiply the code by
+    /// three per nesting level.
+    vector_guards_only: bool,
+    /// Ranges of the loops around the current point, which let a guarded
+    /// vector loop drop the clamps that hold for every tile (`max(x_min,
+    /// x_min + xo * 8 + xi)` with `xo >= 0`).
+    enclosing: Scope,
+}
+
+impl Partitioner {
+    /// A vectorised loop of constant extent whose body has a `likely`
+    /// guard (and perhaps clamps) cannot be split into pieces (its lanes
+    /// run as one), but all its lanes are usually in the steady state. It becomes
+    /// `if (every lane is steady) { vectorized steady body } else {
+    /// original loop }`, so that boundary tiles (the first and last tile
+    /// columns, whose consumers keep their guards) still run vector code
+    /// for all but their boundary vectors. The steady state is an
+    /// interval of the loop variable, so checking its first and last lane
+    /// suffices.
+    ///
+    /// ```text
+    /// vectorized (xi, 0, 8) {              if ((x0 + 7) < w) {
+    ///   if (likely(x0 + xi < w)) {    ==>    vectorized (xi, 0, 8) { f[x0 + xi] = ... }
+    ///     f[x0 + xi] = ...                 } else { <the original loop> }
+    ///   }
+    /// }
+    /// ```
+    fn guard_vector_loop(&mut self, s: &Stmt) -> Option<Stmt> {
+        let Stmt::For {
+            var,
+            min,
+            extent,
+            kind: ForKind::Vectorized,
+            body,
+        } = s
+        else {
+            return None;
+        };
+        let lanes = const_int(&simplify(extent))?;
+        if lanes <= 1 || !has_likely_guard(body) {
+            return None;
+        }
+        let mut steady = Steady {
+            var,
+            inner_names: names_bound_in(body),
+            lets: Vec::new(),
+            loops: Vec::new(),
+            lower: Vec::new(),
+            upper: Vec::new(),
+            facts: Vec::new(),
+        };
+        let steady_body = steady.mutate_stmt(body);
+        if steady.lower.is_empty() && steady.upper.is_empty() {
+            return None;
+        }
+        let last = simplify(&Expr::add(min.clone(), Expr::i32(lanes - 1)));
+        let scope = self
+            .enclosing
+            .clone()
+            .with(var.clone(), Interval::new(min.clone(), last.clone()));
+        let steady_body = Prover {
+            facts: &steady.facts,
+            lets: Vec::new(),
+            scope,
+        }
+        .mutate_stmt(&steady_body);
+        let every_lane_steady = steady
+            .lower
+            .iter()
+            .map(|b| Expr::le(b.clone(), min.clone()))
+            .chain(
+                steady
+                    .upper
+                    .iter()
+                    .map(|b| Expr::le(last.clone(), b.clone())),
+            )
+            .map(|c| simplify(&c))
+            .reduce(Expr::and)?;
+        let vector_loop = |body: Stmt| Stmt::For {
+            var: var.clone(),
+            min: min.clone(),
+            extent: extent.clone(),
+            kind: ForKind::Vectorized,
+            body: Box::new(body),
+        };
+        Some(Stmt::IfThenElse {
+            cond: every_lane_steady,
+            then: Box::new(vector_loop(steady_body)),
+            otherwise: Some(Box::new(s.clone())),
+        })
+    }
+}
+
+/// Whether `s` has an `if (likely(..))`: the guard of a split loop, which
+/// keeps a vectorised loop serial (its condition varies across lanes).
+/// Clamps alone vectorise as they are (as gathers), so a guarded copy of a
+/// loop without a guard would cost compile time (the simplifier's work
+/// grows with the code) for little speed.
+fn has_likely_guard(s: &Stmt) -> bool {
+    struct Find(bool);
+    impl Visitor for Find {
+        fn visit_stmt(&mut self, s: &Stmt) {
+            if let Stmt::IfThenElse { cond, .. } = s {
+                if is_likely_call(cond).is_some() {
+                    self.0 = true;
+                }
+            }
+            if !self.0 {
+                walk_stmt(self, s);
+            }
+        }
+    }
+    let mut find = Find(false);
+    find.visit_stmt(s);
+    find.0
+}
 
 impl Mutator for Partitioner {
     fn mutate_stmt(&mut self, s: &Stmt) -> Stmt {
+        let Stmt::For {
+            var, min, extent, ..
+        } = s
+        else {
+            return self.partition(s);
+        };
+        let last = simplify(&Expr::sub(
+            Expr::add(min.clone(), extent.clone()),
+            Expr::i32(1),
+        ));
+        self.enclosing
+            .push(var.clone(), Interval::new(min.clone(), last));
+        let result = self.partition(s);
+        self.enclosing.pop(var);
+        result
+    }
+}
+
+impl Partitioner {
+    /// Partitions `s` when it is a loop with boundary cases; recurses
+    /// into it otherwise.
+    fn partition(&mut self, s: &Stmt) -> Stmt {
+        if let Some(guarded) = self.guard_vector_loop(s) {
+            return guarded;
+        }
         let Stmt::For {
             var,
             min,
@@ -53,7 +202,7 @@ impl Mutator for Partitioner {
         else {
             return mutate_stmt_children(self, s);
         };
-        if !matches!(kind, ForKind::Serial | ForKind::Parallel) {
+        if self.vector_guards_only || !matches!(kind, ForKind::Serial | ForKind::Parallel) {
             return mutate_stmt_children(self, s);
         }
         let mut steady = Steady {
@@ -84,8 +233,13 @@ impl Mutator for Partitioner {
         // afterwards (on conditions of inner loop variables). The prologue
         // and epilogue keep the original body: they are short, and
         // partitioning them too would multiply the code by three per
-        // nesting level.
-        let body = body.as_ref().clone();
+        // nesting level; only their vectorised loops get a guarded
+        // steady-state copy.
+        let body = Partitioner {
+            vector_guards_only: true,
+            enclosing: self.enclosing.clone(),
+        }
+        .mutate_stmt(body);
         let steady_body = self.mutate_stmt(&steady_body);
         let end = simplify(&Expr::add(min.clone(), extent.clone()));
         let lo = steady
@@ -982,6 +1136,67 @@ mod tests {
         // The steady state of the outer loop covers xo in [0, 1]: all of
         // x = 4 * xo + xi <= 9 there.
         assert!(text.starts_with("for (xo, 0, 2) {"), "{text}");
+    }
+
+    /// [`guarded_split`] with its inner loop vectorised.
+    fn vectorized_guarded_split() -> Stmt {
+        struct Vectorize;
+        impl Mutator for Vectorize {
+            fn mutate_stmt(&mut self, s: &Stmt) -> Stmt {
+                match mutate_stmt_children(self, s) {
+                    Stmt::For {
+                        var,
+                        min,
+                        extent,
+                        body,
+                        ..
+                    } if var == "xi" => Stmt::For {
+                        var,
+                        min,
+                        extent,
+                        kind: ForKind::Vectorized,
+                        body,
+                    },
+                    other => other,
+                }
+            }
+        }
+        Vectorize.mutate_stmt(&guarded_split())
+    }
+
+    #[test]
+    fn vector_loops_of_boundary_pieces_get_a_guarded_steady_copy() {
+        let s = partition_loops(&vectorized_guarded_split());
+        // The last tile (the epilogue piece) is usually full: its vector
+        // loop runs without the clamp and guard when every lane is inside.
+        let text = s.to_string();
+        let epilogue = &text[text.find("for (xo, xo.steady.end").expect("an epilogue")..];
+        expect![[r#"
+            for (xo, xo.steady.end, (((out.extent.0 + 7) / 8) - xo.steady.end)) {
+              if ((8 <= (out.extent.0 - (xo * 8)))) {
+                vectorized (xi, 0, 8) {
+                  out((xi + (xo * 8))) = (in((xi + (xo * 8))) * 2)
+                }
+              }
+              else {
+                vectorized (xi, 0, 8) {
+                  let x = max(min((xi + (xo * 8)), (out.extent.0 - 1)), 0)
+                  if (likely(((xi + (xo * 8)) < out.extent.0))) {
+                    out(x) = (in(x) * 2)
+                  }
+                }
+              }
+            }
+        "#]]
+        .assert_eq(epilogue);
+        let original = module_1d(vectorized_guarded_split());
+        let partitioned = module_1d(s);
+        for out_len in [1, 7, 8, 9, 16, 21] {
+            let input = ramp_input(out_len as usize);
+            let want = run_1d(&original, &input, 0, out_len).unwrap();
+            let got = run_1d(&partitioned, &input, 0, out_len).unwrap();
+            assert_eq!(want.0, got.0, "output {out_len}");
+        }
     }
 
     #[test]

@@ -4,10 +4,11 @@
 //! backend can only gather or scatter lane by lane. Almost every image is
 //! dense, so the body is versioned: when every buffer argument it uses has
 //! `stride.0 == 1`, a copy with the strides replaced by 1 runs (its ramps
-//! become dense vector loads and stores once simplified); interleaved
-//! images (three or more dimensions, channels innermost in memory) get
-//! copies for strides 3 and 4, which backends load as windows and
-//! shuffles; otherwise the general body runs. Results never change.
+//! become dense vector loads and stores once simplified); bodies that use
+//! images with channels (three or more dimensions, interleaved by the
+//! runtime) get copies for strides 3 and 4 instead, which backends load as
+//! windows and shuffles; otherwise the general body runs. Results never
+//! change.
 //!
 //! ```text
 //! out[ramp(out.stride.0 * x, out.stride.0, 8)] = ..   ==>   if (out.stride.0 == 1) {
@@ -22,10 +23,10 @@ use argent_ir::{BufferArg, Expr, ExprKind, Stmt};
 use std::collections::{HashMap, HashSet};
 
 /// Version `s` on the innermost strides of `buffers` (the buffers whose
-/// `stride.0` it mentions): all 1 (gray images, planar data) and, when a
-/// buffer has three or more dimensions, the interleaved layouts where those
-/// buffers' `stride.0` is 3 (RGB) or 4 (RGBA) and the others' 1; `s` itself
-/// when it mentions no stride.
+/// `stride.0` it mentions): all 1 (gray images) or, when a buffer has three
+/// or more dimensions, the interleaved layouts where those buffers'
+/// `stride.0` is 3 (RGB) or 4 (RGBA) and the others' 1; `s` itself when it
+/// mentions no stride.
 pub fn specialize_strides(s: &Stmt, buffers: &[BufferArg]) -> Stmt {
     let mut used = UsedNames::default();
     used.visit_stmt(s);
@@ -38,8 +39,12 @@ pub fn specialize_strides(s: &Stmt, buffers: &[BufferArg]) -> Stmt {
     if strides.is_empty() {
         return s.clone();
     }
+    // Images with channels are interleaved (the runtime lays out every
+    // three-dimensional buffer with channels innermost in memory), so a
+    // planar copy would only cost compile time: planar data runs the
+    // general body, which is exact for every layout.
     let interleaved = strides.iter().any(|(_, channels)| *channels);
-    let layouts: &[i64] = if interleaved { &[1, 3, 4] } else { &[1] };
+    let layouts: &[i64] = if interleaved { &[3, 4] } else { &[1] };
     layouts
         .iter()
         .rev()
@@ -144,20 +149,15 @@ mod tests {
             value: Expr::load(Type::U8, "in", Expr::var_i32("in.stride.0")),
         };
         expect![[r#"
-            if (((in.stride.0 == 1) && (out.stride.0 == 1))) {
-              out[1] = in[1]
+            if (((in.stride.0 == 3) && (out.stride.0 == 1))) {
+              out[1] = in[3]
             }
             else {
-              if (((in.stride.0 == 3) && (out.stride.0 == 1))) {
-                out[1] = in[3]
+              if (((in.stride.0 == 4) && (out.stride.0 == 1))) {
+                out[1] = in[4]
               }
               else {
-                if (((in.stride.0 == 4) && (out.stride.0 == 1))) {
-                  out[1] = in[4]
-                }
-                else {
-                  out[out.stride.0] = in[in.stride.0]
-                }
+                out[out.stride.0] = in[in.stride.0]
               }
             }
         "#]]

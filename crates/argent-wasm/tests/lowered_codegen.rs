@@ -57,96 +57,85 @@ fn box_blur_steady_state_is_v128_without_clamps() {
     let wat = example_wat("box_blur.ag");
     expect![[r#"
         3 steady-state loops; the first:
-        local.get 305
+        local.get 362
         i32.const 8
         i32.mul
         local.get 9
         i32.add
-        local.get 289
-        i32.const 256
-        i32.mul
+        local.get 357
         i32.add
-        local.get 7
-        local.get 275
-        local.get 5
-        i32.sub
-        i32.mul
+        local.get 361
         i32.add
         local.get 2
         i32.sub
-        local.set 307
+        local.set 364
         local.get 1
-        local.get 307
+        local.get 364
         i32.const 1
         i32.shl
         i32.add
         v128.load align=1
-        local.set 140
+        local.set 151
         local.get 1
-        local.get 307
+        local.get 364
         i32.const 1
         i32.shl
         i32.add
         v128.load offset=2 align=1
-        local.set 134
-        local.get 140
-        local.get 134
+        local.set 150
+        local.get 151
+        local.get 150
         i16x8.add
-        local.set 125
+        local.set 152
         local.get 1
-        local.get 307
+        local.get 364
         i32.const 1
         i32.sub
         i32.const 1
         i32.shl
         i32.add
         v128.load align=1
-        local.set 135
-        local.get 125
-        local.get 135
+        local.set 149
+        local.get 152
+        local.get 149
         i16x8.add
-        local.set 136
+        local.set 148
         i32.const 43691
         i16x8.splat
-        local.set 137
-        local.get 136
-        local.get 137
+        local.set 147
+        local.get 148
+        local.get 147
         i32x4.extmul_low_i16x8_u
         i32.const 17
         i32x4.shr_u
-        local.get 136
-        local.get 137
+        local.get 148
+        local.get 147
         i32x4.extmul_high_i16x8_u
         i32.const 17
         i32x4.shr_u
         i16x8.narrow_i32x4_u
-        local.set 138
-        local.get 286
-        local.get 305
+        local.set 146
+        local.get 347
+        local.get 362
         i32.const 8
         i32.mul
-        local.get 275
-        i32.const 256
-        i32.mul
+        local.get 360
         i32.add
-        local.get 12
-        i32.const 256
-        i32.mul
+        local.get 334
         i32.sub
-        local.get 188
-        i32.const 8192
-        i32.mul
+        local.get 335
         i32.sub
         i32.const 1
         i32.shl
         i32.add
-        local.get 138
+        local.get 146
         v128.store offset=512 align=1
-        local.get 305
+        local.get 362
         i32.const 1
         i32.add
-        local.tee 305
-        local.get 306
+        local.tee 362
+        local.get 363
         i32.lt_s
-        br_if 0 (;@9;)"#]].assert_eq(&steady_loops(&wat));
+        br_if 0 (;@9;)"#]]
+    .assert_eq(&steady_loops(&wat));
 }

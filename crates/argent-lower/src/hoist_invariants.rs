@@ -1,0 +1,484 @@
+//! Loop-invariant code motion: scalar arithmetic inside a serial loop that
+//! does not depend on anything the loop binds (its variable, the `let`s
+//! and loops inside it) is computed once before the loop instead of once
+//! per iteration. The tiles of a scheduled pipeline recompute their bounds
+//! and the row part of every index (`buf.min.0 + buf.extent.0 * (y -
+//! buf.min.1)`) per vector otherwise, and the engines that compile the
+//! generated Wasm do not move such code out of loops themselves.
+//!
+//! Only pure, non-trapping scalar expressions move (integer division only
+//! by a positive constant; no loads, calls or float-to-integer casts), so
+//! computing one before a loop that runs zero times, or outside the branch
+//! that used it, cannot change a result. Ramps and broadcasts stay where
+//! they are, because the backend recognises them in place (dense loads and
+//! stores, splats); their scalar operands move. A `let` whose whole value
+//! is invariant moves with it. Parallel loops keep their bodies' code: a
+//! task function only sees what its loop passes in.
+//!
+//! ```text
+//! for (y, 0, h) {                          let y.invariant0 = (buf.extent.0 * 2)
+//!   for (x, 0, w) {                   ==>  for (y, 0, h) {
+//!     f[x + y * w] = g[x + buf.extent.0 * 2]     let x.invariant1 = (y * w)
+//!   }                                           for (x, 0, w) {
+//! }                                               f[x + x.invariant1] = g[x + y.invariant0]
+//!                                               }
+//!                                             }
+//! ```
+
+use argent_ir::visit::{Mutator, Visitor, mutate_stmt_children, walk_expr, walk_stmt};
+use argent_ir::{BinOp, Expr, ExprKind, ForKind, Stmt, UnaryOp};
+use std::collections::{HashMap, HashSet};
+
+/// Move the loop-invariant scalar arithmetic of every serial loop of `s`
+/// to just before that loop.
+pub fn hoist_loop_invariants(s: &Stmt) -> Stmt {
+    Hoister { next_name: 0 }.mutate_stmt(s)
+}
+
+struct Hoister {
+    /// Numbers the names of hoisted values, which are unique in the
+    /// program.
+    next_name: usize,
+}
+
+impl Mutator for Hoister {
+    fn mutate_stmt(&mut self, s: &Stmt) -> Stmt {
+        let s = mutate_stmt_children(self, s);
+        let Stmt::For {
+            var,
+            min,
+            extent,
+            kind: ForKind::Serial,
+            body,
+        } = &s
+        else {
+            return s;
+        };
+        // Inner loops first: what they hoisted now sits in this loop's
+        // body, where it may be invariant here too.
+        let mut bound = BoundNames::default();
+        bound.visit_stmt(body);
+        bound.names.insert(var.clone());
+        let mut rewrite = Rewrite {
+            loop_var: var,
+            variant: &bound.names,
+            renamed: HashMap::new(),
+            hoisted: Vec::new(),
+            next_name: &mut self.next_name,
+        };
+        let body = rewrite.stmt(body);
+        let hoisted = std::mem::take(&mut rewrite.hoisted);
+        let mut out = Stmt::For {
+            var: var.clone(),
+            min: min.clone(),
+            extent: extent.clone(),
+            kind: ForKind::Serial,
+            body: Box::new(body),
+        };
+        for (name, value) in hoisted.into_iter().rev() {
+            out = Stmt::LetStmt {
+                name,
+                value,
+                body: Box::new(out),
+            };
+        }
+        out
+    }
+}
+
+/// Every name bound inside a statement: loop variables and `let`s.
+#[derive(Default)]
+struct BoundNames {
+    names: HashSet<String>,
+}
+
+impl Visitor for BoundNames {
+    fn visit_expr(&mut self, e: &Expr) {
+        if let ExprKind::Let { name, .. } = e.kind() {
+            self.names.insert(name.clone());
+        }
+        walk_expr(self, e);
+    }
+
+    fn visit_stmt(&mut self, s: &Stmt) {
+        match s {
+            Stmt::LetStmt { name, .. } => {
+                self.names.insert(name.clone());
+            }
+            Stmt::For { var, .. } => {
+                self.names.insert(var.clone());
+            }
+            _ => {}
+        }
+        walk_stmt(self, s);
+    }
+}
+
+/// Rewrites one loop's body, collecting the invariant values it takes out.
+struct Rewrite<'a> {
+    loop_var: &'a str,
+    /// Names bound inside the loop (and its variable): what varies.
+    variant: &'a HashSet<String>,
+    /// `let`s of the body whose value moved out, by their new names.
+    renamed: HashMap<String, Expr>,
+    /// The values moved out, in order of first use.
+    hoisted: Vec<(String, Expr)>,
+    next_name: &'a mut usize,
+}
+
+impl Rewrite<'_> {
+    /// The name for an invariant value, reusing one for an equal value.
+    fn hoist(&mut self, e: Expr) -> Expr {
+        if let Some((name, _)) = self
+            .hoisted
+            .iter()
+            .find(|(_, v)| argent_arith::expr_eq(v, &e))
+        {
+            return Expr::var(e.ty(), name.clone());
+        }
+        let name = format!("{}.invariant{}", self.loop_var, *self.next_name);
+        *self.next_name += 1;
+        let var = Expr::var(e.ty(), name.clone());
+        self.hoisted.push((name, e));
+        var
+    }
+
+    /// `e` itself when invariant and worth a name, else `e` as rewritten.
+    fn finish(&mut self, (e, invariant): (Expr, bool)) -> Expr {
+        let trivial = matches!(
+            e.kind(),
+            ExprKind::Var(_) | ExprKind::IntImm(_) | ExprKind::FloatImm(_)
+        );
+        if invariant && !trivial && e.ty().lanes == 1 {
+            self.hoist(e)
+        } else {
+            e
+        }
+    }
+
+    /// A name bound inside the loop hides a renamed one of the same name.
+    fn shadow(&mut self, name: &str) -> Option<Expr> {
+        self.renamed.remove(name)
+    }
+
+    fn unshadow(&mut self, name: &str, saved: Option<Expr>) {
+        if let Some(v) = saved {
+            self.renamed.insert(name.to_string(), v);
+        }
+    }
+
+    /// The rewritten expression and whether it is invariant (in which case
+    /// it is returned unchanged, for the caller to hoist whole or in part).
+    fn expr(&mut self, e: &Expr) -> (Expr, bool) {
+        match e.kind() {
+            ExprKind::IntImm(_) | ExprKind::FloatImm(_) => (e.clone(), true),
+            ExprKind::Var(n) => {
+                if let Some(r) = self.renamed.get(n) {
+                    (r.clone(), true)
+                } else {
+                    (e.clone(), !self.variant.contains(n))
+                }
+            }
+            ExprKind::Binary { op, a, b } => {
+                let (a2, ia) = self.expr(a);
+                let (b2, ib) = self.expr(b);
+                let safe = match op {
+                    BinOp::Div | BinOp::Mod => argent_arith::const_int(&b2).is_some_and(|c| c > 0),
+                    _ => true,
+                };
+                if ia && ib && safe && e.ty().lanes == 1 {
+                    return (Expr::binary(*op, a2, b2), true);
+                }
+                let (a2, b2) = (self.finish((a2, ia)), self.finish((b2, ib)));
+                (Expr::binary(*op, a2, b2), false)
+            }
+            ExprKind::Unary { op, value } => {
+                let (v, iv) = self.expr(value);
+                let pure = matches!(op, UnaryOp::Not | UnaryOp::Neg);
+                if iv && pure && e.ty().lanes == 1 {
+                    return (Expr::unary(*op, v), true);
+                }
+                (Expr::unary(*op, self.finish((v, iv))), false)
+            }
+            ExprKind::Cast { value, saturating } => {
+                let (v, iv) = self.expr(value);
+                let from_int = !value.ty().is_float();
+                let rebuilt = |v: Expr| {
+                    Expr::new(
+                        e.ty(),
+                        ExprKind::Cast {
+                            value: v,
+                            saturating: *saturating,
+                        },
+                    )
+                };
+                if iv && from_int && e.ty().lanes == 1 {
+                    return (rebuilt(v), true);
+                }
+                (rebuilt(self.finish((v, iv))), false)
+            }
+            ExprKind::Select {
+                cond,
+                then,
+                otherwise,
+            } => {
+                let (c, ic) = self.expr(cond);
+                let (t, it) = self.expr(then);
+                let (o, io) = self.expr(otherwise);
+                if ic && it && io && e.ty().lanes == 1 {
+                    return (Expr::select(c, t, o), true);
+                }
+                let (c, t, o) = (
+                    self.finish((c, ic)),
+                    self.finish((t, it)),
+                    self.finish((o, io)),
+                );
+                (Expr::select(c, t, o), false)
+            }
+            ExprKind::Let { name, value, body } => {
+                let (v, iv) = self.expr(value);
+                if iv && v.ty().lanes == 1 {
+                    // The whole value moves out; the body refers to it by
+                    // its new name.
+                    let moved = self.finish((v, true));
+                    let saved = self.renamed.insert(name.clone(), moved);
+                    let result = self.expr(body);
+                    self.renamed.remove(name);
+                    self.unshadow(name, saved);
+                    return result;
+                }
+                let v = self.finish((v, iv));
+                let saved = self.shadow(name);
+                let b = self.expr(body);
+                let b = self.finish(b);
+                self.unshadow(name, saved);
+                (Expr::let_in(name.clone(), v, b), false)
+            }
+            ExprKind::Ramp {
+                base,
+                stride,
+                lanes,
+            } => {
+                let base = self.expr(base);
+                let base = self.finish(base);
+                let stride = self.expr(stride);
+                let stride = self.finish(stride);
+                (Expr::ramp(base, stride, *lanes), false)
+            }
+            ExprKind::Broadcast { value, lanes } => {
+                let v = self.expr(value);
+                let v = self.finish(v);
+                (Expr::broadcast(v, *lanes), false)
+            }
+            ExprKind::Load { buffer, index } => {
+                let i = self.expr(index);
+                let i = self.finish(i);
+                (Expr::load(e.ty().element(), buffer.clone(), i), false)
+            }
+            ExprKind::Call { target, args } => {
+                let args = args
+                    .iter()
+                    .map(|a| {
+                        let a = self.expr(a);
+                        self.finish(a)
+                    })
+                    .collect();
+                (Expr::call(e.ty(), target.clone(), args), false)
+            }
+            ExprKind::Shuffle { vectors, indices } => {
+                let vectors = vectors
+                    .iter()
+                    .map(|v| {
+                        let v = self.expr(v);
+                        self.finish(v)
+                    })
+                    .collect();
+                (
+                    Expr::new(
+                        e.ty(),
+                        ExprKind::Shuffle {
+                            vectors,
+                            indices: indices.clone(),
+                        },
+                    ),
+                    false,
+                )
+            }
+        }
+    }
+
+    fn value(&mut self, e: &Expr) -> Expr {
+        let r = self.expr(e);
+        self.finish(r)
+    }
+
+    fn stmt(&mut self, s: &Stmt) -> Stmt {
+        match s {
+            Stmt::LetStmt { name, value, body } => {
+                let (v, iv) = self.expr(value);
+                if iv && v.ty().lanes == 1 {
+                    let moved = self.finish((v, true));
+                    let saved = self.renamed.insert(name.clone(), moved);
+                    let result = self.stmt(body);
+                    self.renamed.remove(name);
+                    self.unshadow(name, saved);
+                    return result;
+                }
+                let v = self.finish((v, iv));
+                let saved = self.shadow(name);
+                let b = self.stmt(body);
+                self.unshadow(name, saved);
+                Stmt::LetStmt {
+                    name: name.clone(),
+                    value: v,
+                    body: Box::new(b),
+                }
+            }
+            Stmt::For {
+                var,
+                min,
+                extent,
+                kind,
+                body,
+            } => {
+                let (m, x) = (self.value(min), self.value(extent));
+                let saved = self.shadow(var);
+                let b = self.stmt(body);
+                self.unshadow(var, saved);
+                Stmt::For {
+                    var: var.clone(),
+                    min: m,
+                    extent: x,
+                    kind: *kind,
+                    body: Box::new(b),
+                }
+            }
+            Stmt::Store {
+                buffer,
+                index,
+                value,
+            } => Stmt::Store {
+                buffer: buffer.clone(),
+                index: self.value(index),
+                value: self.value(value),
+            },
+            Stmt::Allocate {
+                buffer,
+                ty,
+                size,
+                body,
+            } => Stmt::Allocate {
+                buffer: buffer.clone(),
+                ty: *ty,
+                size: self.value(size),
+                body: Box::new(self.stmt(body)),
+            },
+            Stmt::Block(stmts) => Stmt::Block(stmts.iter().map(|s| self.stmt(s)).collect()),
+            Stmt::IfThenElse {
+                cond,
+                then,
+                otherwise,
+            } => Stmt::IfThenElse {
+                cond: self.value(cond),
+                then: Box::new(self.stmt(then)),
+                otherwise: otherwise.as_ref().map(|o| Box::new(self.stmt(o))),
+            },
+            Stmt::ProducerConsumer {
+                func,
+                producing,
+                body,
+            } => Stmt::ProducerConsumer {
+                func: func.clone(),
+                producing: *producing,
+                body: Box::new(self.stmt(body)),
+            },
+            Stmt::Evaluate(e) => Stmt::Evaluate(self.value(e)),
+            // Asserts report their arguments: nothing moves out of them,
+            // but they follow the renamed `let`s.
+            Stmt::Assert { cond, kind, args } => Stmt::Assert {
+                cond: argent_arith::substitute_many(cond, &self.renamed),
+                kind: kind.clone(),
+                args: args
+                    .iter()
+                    .map(|a| argent_arith::substitute_many(a, &self.renamed))
+                    .collect(),
+            },
+            // Gone by the time this pass runs.
+            Stmt::Provide { .. } | Stmt::Realize { .. } => {
+                argent_arith::substitute_many_stmt(s, &self.renamed)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exec::testing::*;
+    use argent_ir::{BufferRole, Type};
+    use expect_test::expect;
+
+    /// `let w = out.extent.0 / 2; for (y, 0, 2) { for (x, 0, w) {
+    /// out(x + y * w) = in(x + y * w) * (y * 3 + in.min.0 * 2) } }`,
+    /// flattened.
+    fn two_rows() -> argent_ir::Module {
+        let (y, w) = (Expr::var_i32("y"), Expr::var_i32("w"));
+        let at = x() + y.clone() * w.clone();
+        let value = Expr::call_input(Type::I32, "in", vec![at.clone()])
+            * (y * 3 + Expr::var_i32("in.min.0") * 2);
+        let inner = Stmt::For {
+            var: "x".into(),
+            min: Expr::i32(0),
+            extent: w,
+            kind: ForKind::Serial,
+            body: Box::new(Stmt::Provide {
+                func: "out".into(),
+                args: vec![at],
+                value,
+            }),
+        };
+        let outer = Stmt::For {
+            var: "y".into(),
+            min: Expr::i32(0),
+            extent: Expr::i32(2),
+            kind: ForKind::Serial,
+            body: Box::new(inner),
+        };
+        let body = Stmt::LetStmt {
+            name: "w".into(),
+            value: Expr::var_i32("out.extent.0") / 2,
+            body: Box::new(outer),
+        };
+        let buffers = vec![
+            arg("in", Type::I32, 1, BufferRole::Input),
+            arg("out", Type::I32, 1, BufferRole::Output),
+        ];
+        module(crate::flatten::flatten(&body, &buffers), buffers)
+    }
+
+    #[test]
+    fn invariant_arithmetic_moves_before_its_loop() {
+        let original = two_rows();
+        let hoisted = module(
+            hoist_loop_invariants(&original.body),
+            original.buffers.clone(),
+        );
+        expect![[r#"
+            let w = (out.extent.0 / 2)
+            let y.invariant2 = (in.min.0 * 2)
+            for (y, 0, 2) {
+              let x.invariant0 = (w * y)
+              let x.invariant1 = ((y * 3) + y.invariant2)
+              for (x, 0, w) {
+                out[(out.stride.0 * ((x + x.invariant0) - out.min.0))] = (in[(in.stride.0 * ((x + x.invariant0) - in.min.0))] * x.invariant1)
+              }
+            }
+        "#]].assert_eq(&hoisted.body.to_string());
+        for out_len in [0, 2, 8, 14] {
+            let input = ramp_input(out_len as usize);
+            let want = run_1d(&original, &input, 0, out_len).unwrap();
+            let got = run_1d(&hoisted, &input, 0, out_len).unwrap();
+            assert_eq!(want.0, got.0, "output {out_len}");
+        }
+    }
+}
