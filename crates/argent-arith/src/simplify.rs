@@ -104,17 +104,26 @@ impl Linear {
         }
     }
 
+    /// Add `c * t`. The terms are kept sorted by `expr_cmp` (the order
+    /// `rebuild` prints them in), so a binary search finds a matching atom
+    /// in a logarithmic number of comparisons instead of a scan over every
+    /// term; long sums otherwise made simplification quadratic.
     fn add_term(&mut self, t: &Expr, c: i64) {
         let ty = self.ty;
-        if let Some(pos) = self.terms.iter().position(|(x, _)| expr_eq(x, t)) {
-            let nc = ty.wrap(self.terms[pos].1.wrapping_add(c));
-            if nc == 0 {
-                self.terms.remove(pos);
-            } else {
-                self.terms[pos].1 = nc;
+        match self.terms.binary_search_by(|(x, _)| expr_cmp(x, t)) {
+            Ok(pos) => {
+                let nc = ty.wrap(self.terms[pos].1.wrapping_add(c));
+                if nc == 0 {
+                    self.terms.remove(pos);
+                } else {
+                    self.terms[pos].1 = nc;
+                }
             }
-        } else if ty.wrap(c) != 0 {
-            self.terms.push((t.clone(), ty.wrap(c)));
+            Err(pos) => {
+                if ty.wrap(c) != 0 {
+                    self.terms.insert(pos, (t.clone(), ty.wrap(c)));
+                }
+            }
         }
     }
 
@@ -227,9 +236,13 @@ fn reads_negative(ty: Type, c: i64) -> bool {
 
 /// Rebuild an expression from a linear combination, in canonical order:
 /// atoms sorted, added terms first, then subtracted ones, then the constant.
-fn rebuild(mut l: Linear) -> Expr {
+fn rebuild(l: Linear) -> Expr {
     let ty = l.ty;
-    l.terms.sort_by(|a, b| expr_cmp(&a.0, &b.0));
+    // `add_term` keeps the terms sorted, so no sort is needed here.
+    debug_assert!(
+        l.terms
+            .is_sorted_by(|a, b| expr_cmp(&a.0, &b.0) != Ordering::Greater)
+    );
     let term = |t: &Expr, c: i64| {
         if c == 1 {
             t.clone()
@@ -841,7 +854,13 @@ impl Simplifier {
     fn int_binary(&mut self, op: BinOp, a: Expr, b: Expr) -> Expr {
         let ty = a.ty();
         match op {
-            BinOp::Add | BinOp::Sub => rebuild(linearize(&Expr::binary(op, a, b))),
+            BinOp::Add | BinOp::Sub => {
+                // Linearize the operands directly rather than a freshly
+                // built `a op b`, which would only be taken apart again.
+                let mut l = linearize(&a);
+                l.add(&linearize(&b), if op == BinOp::Add { 1 } else { -1 });
+                rebuild(l)
+            }
             BinOp::Mul => {
                 if const_int(&a).is_some() || const_int(&b).is_some() {
                     return rebuild(linearize(&Expr::binary(op, a, b)));
