@@ -507,8 +507,10 @@ impl Prover<'_> {
         // the facts or the loop ranges (this keeps the pass cheap on
         // min/max-heavy code such as sorting networks).
         let mentions_loop = |e: &Expr| self.scope.iter().any(|(v, _)| expr_uses_var(e, v));
-        let lets_mention_loop = self.lets.iter().any(|(_, v)| mentions_loop(v));
-        if !mentions_loop(a) && !mentions_loop(b) && !lets_mention_loop {
+        // The lets are scanned last, and only when needed: they can be many
+        // and long, while `a` or `b` usually settles the question.
+        let lets_mention_loop = || self.lets.iter().any(|(_, v)| mentions_loop(v));
+        if !mentions_loop(a) && !mentions_loop(b) && !lets_mention_loop() {
             return false;
         }
         let Some(diff) = substitute_lets(&self.lets, &Expr::sub(a.clone(), b.clone())) else {
