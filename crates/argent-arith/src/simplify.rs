@@ -236,7 +236,7 @@ fn reads_negative(ty: Type, c: i64) -> bool {
 
 /// Rebuild an expression from a linear combination, in canonical order:
 /// atoms sorted, added terms first, then subtracted ones, then the constant.
-fn rebuild(l: Linear) -> Expr {
+fn rebuild(l: &Linear) -> Expr {
     let ty = l.ty;
     // `add_term` keeps the terms sorted, so no sort is needed here.
     debug_assert!(
@@ -316,7 +316,18 @@ pub(crate) struct Simplifier {
     /// Known constant bounds of variables (loop variables, lets), innermost
     /// binding last.
     bounds: HashMap<String, Vec<Bounds>>,
+    /// The last few sums built by `int_binary`, with the linear form each
+    /// was rebuilt from. Simplifying a long sum bottom up otherwise takes
+    /// the already simplified left operand apart again at every `+`. An
+    /// entry is taken out on use (nodes are rarely operands twice), and
+    /// holding the node keeps its address from being reused.
+    linear_memo: Vec<(Expr, Linear)>,
 }
+
+/// How many rebuilt sums `Simplifier::linear_memo` remembers: enough to
+/// survive the simplification of a right operand (whose loads may hold sums
+/// of their own) between two steps of a chain.
+const LINEAR_MEMO_SIZE: usize = 8;
 
 impl Simplifier {
     pub(crate) fn push_bounds(&mut self, name: &str, b: Bounds) {
@@ -627,7 +638,7 @@ impl Simplifier {
             (UnaryOp::Neg, _) if ty.is_integer() && ty.is_scalar() => {
                 let mut l = linearize(&v);
                 l.scale(-1);
-                return rebuild(l);
+                return rebuild(&l);
             }
             (UnaryOp::Not, ExprKind::Binary { op: cmp, a, b }) if cmp.is_comparison() => {
                 let exact =
@@ -857,13 +868,23 @@ impl Simplifier {
             BinOp::Add | BinOp::Sub => {
                 // Linearize the operands directly rather than a freshly
                 // built `a op b`, which would only be taken apart again.
-                let mut l = linearize(&a);
+                // `linearize(`linearize(rebuild(&l))` is `l`rebuild(&l))` equals `l`, so a remembered form of
+                // `a` stands in for walking it.
+                let mut l = match self.linear_memo.iter().position(|(x, _)| x.same_as(&a)) {
+                    Some(pos) => self.linear_memo.remove(pos).1,
+                    None => linearize(&a),
+                };
                 l.add(&linearize(&b), if op == BinOp::Add { 1 } else { -1 });
-                rebuild(l)
+                let sum = rebuild(&l);
+                if self.linear_memo.len() == LINEAR_MEMO_SIZE {
+                    self.linear_memo.remove(0);
+                }
+                self.linear_memo.push((sum.clone(), l));
+                sum
             }
             BinOp::Mul => {
                 if const_int(&a).is_some() || const_int(&b).is_some() {
-                    return rebuild(linearize(&Expr::binary(op, a, b)));
+                    return rebuild(&linearize(&Expr::binary(op, a, b)));
                 }
                 let (a, b) = if expr_cmp(&a, &b) == Ordering::Greater {
                     (b, a)
@@ -957,16 +978,16 @@ impl Simplifier {
                     rest.add_term(t, *k);
                 }
             }
-            let rest_e = rebuild(rest.clone());
+            let rest_e = rebuild(&rest);
             let (lo, hi) = self.const_interval(&rest_e);
             let rest_is_zero = lo >= 0 && hi < c;
             if rest_is_zero {
-                return rebuild(quotient);
+                return rebuild(&quotient);
             }
             if quotient.is_constant() && quotient.constant == 0 {
                 return Expr::div(a, b);
             }
-            let q = rebuild(quotient);
+            let q = rebuild(&quotient);
             let r = Expr::div(rest_e, b);
             return self.binary(BinOp::Add, q, r);
         }
@@ -1010,7 +1031,7 @@ impl Simplifier {
             for (t, k) in &lin.terms {
                 reduced.add_term(t, reduce(*k));
             }
-            let r = rebuild(reduced);
+            let r = rebuild(&reduced);
             if let Some(v) = const_int(&r) {
                 return Expr::i32(v.rem_euclid(c));
             }
@@ -1099,7 +1120,7 @@ impl Simplifier {
             .then(|| small_difference(&a, &b))
             .flatten()
         {
-            let (lo, hi) = self.const_interval(&rebuild(d));
+            let (lo, hi) = self.const_interval(&rebuild(&d));
             if hi <= 0 {
                 return if is_min { a } else { b };
             }
@@ -1147,7 +1168,7 @@ impl Simplifier {
             None
         };
         if let Some(d) = small {
-            let (lo, hi) = self.const_interval(&rebuild(d));
+            let (lo, hi) = self.const_interval(&rebuild(&d));
             let decided = match op {
                 BinOp::Lt if hi < 0 => Some(true),
                 BinOp::Lt if lo >= 0 => Some(false),
@@ -1168,13 +1189,13 @@ impl Simplifier {
                     na.constant = 0;
                     let mut nb = lb;
                     nb.constant -= k;
-                    return Expr::binary(op, rebuild(na), rebuild(nb));
+                    return Expr::binary(op, rebuild(&na), rebuild(&nb));
                 }
                 if la.is_constant() && !lb.is_constant() && lb.constant != 0 {
                     let k = lb.constant;
                     let mut nb = lb;
                     nb.constant = 0;
-                    return Expr::binary(op, Expr::i32(la.constant - k), rebuild(nb));
+                    return Expr::binary(op, Expr::i32(la.constant - k), rebuild(&nb));
                 }
             }
         }
