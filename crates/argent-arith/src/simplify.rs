@@ -868,7 +868,7 @@ impl Simplifier {
             BinOp::Add | BinOp::Sub => {
                 // Linearize the operands directly rather than a freshly
                 // built `a op b`, which would only be taken apart again.
-                // `linearize(`linearize(rebuild(&l))` is `l`rebuild(&l))` equals `l`, so a remembered form of
+                // `linearize(&rebuild(&l))` equals `l`, so a remembered form of
                 // `a` stands in for walking it.
                 let mut l = match self.linear_memo.iter().position(|(x, _)| x.same_as(&a)) {
                     Some(pos) => self.linear_memo.remove(pos).1,
