@@ -110,76 +110,10 @@ pub fn random_schedule(pipeline: &Pipeline, seed: u64) -> Vec<Directive> {
                     break;
                 }
                 let names: Vec<String> = band.dims.iter().map(|d| d.name.clone()).collect();
-                let v = rng.pick(&names).clone();
-                let fresh = |s: &str| format!("{v}_{s}{step}");
-                let factor = Expr::i32(*rng.pick(&[2, 3, 4, 8, 16]));
-                let tail = *rng.pick(&[
-                    TailStrategy::Auto,
-                    TailStrategy::Auto,
-                    TailStrategy::GuardWithIf,
-                    TailStrategy::RoundUp,
-                    TailStrategy::ShiftInwards,
-                ]);
-                let is_output = pipeline.outputs.contains(&f.name);
-                let tail = if is_output && tail != TailStrategy::GuardWithIf {
-                    TailStrategy::Auto
-                } else {
-                    tail
-                };
-                let kind = match rng.below(8) {
-                    0 | 1 => DirectiveKind::Split {
-                        old: v.clone(),
-                        outer: fresh("o"),
-                        inner: fresh("i"),
-                        factor,
-                        tail,
-                    },
-                    2 if names.len() >= 2 => {
-                        let w = rng.pick(&names).clone();
-                        DirectiveKind::Tile {
-                            x: v.clone(),
-                            y: w.clone(),
-                            xo: fresh("xo"),
-                            yo: fresh("yo"),
-                            xi: fresh("xi"),
-                            yi: fresh("yi"),
-                            x_factor: factor,
-                            y_factor: Expr::i32(*rng.pick(&[2, 4, 8])),
-                            tail,
-                        }
-                    }
-                    3 if names.len() >= 2 => {
-                        let mut order = names.clone();
-                        for i in (1..order.len()).rev() {
-                            order.swap(i, rng.below(i + 1));
-                        }
-                        DirectiveKind::Reorder(order)
-                    }
-                    4 => DirectiveKind::Vectorize {
-                        var: v.clone(),
-                        factor: Some(Expr::i32(*rng.pick(&[4, 8, 16]))),
-                    },
-                    5 => DirectiveKind::Unroll {
-                        var: v.clone(),
-                        factor: Some(Expr::i32(*rng.pick(&[2, 3, 4]))),
-                    },
-                    6 => DirectiveKind::Parallel {
-                        var: names[names.len() - 1].clone(),
-                        task_size: None,
-                    },
-                    _ if names.len() >= 2 => {
-                        // Fuse the two outermost loops.
-                        let (inner, outer) = (
-                            names[names.len() - 2].clone(),
-                            names[names.len() - 1].clone(),
-                        );
-                        DirectiveKind::Fuse {
-                            inner,
-                            outer,
-                            fused: fresh("f"),
-                        }
-                    }
-                    _ => continue,
+                let Some(kind) =
+                    random_domain_kind(&mut rng, pipeline, &f.name, &names, &step.to_string())
+                else {
+                    continue;
                 };
                 let _ = try_push(&unscheduled, &mut list, directive(&f.name, sref, kind));
             }
@@ -193,78 +127,281 @@ pub fn random_schedule(pipeline: &Pipeline, seed: u64) -> Vec<Directive> {
         let Some(tree) = current(&unscheduled, &list) else {
             break;
         };
-        let consumers: Vec<&argent_ir::Func> = pipeline
-            .funcs
-            .iter()
-            .filter(|g| (0..=g.updates.len()).any(|s| stage_calls(g, s).contains(&f.name)))
-            .filter(|g| {
-                tree.func(&g.name)
-                    .is_some_and(|s| s.compute != Level::Inline)
-            })
-            .collect();
-        let mut choice = rng.below(4);
-        if f.updates.is_empty() && choice == 0 {
-            let _ = try_push(
-                &unscheduled,
-                &mut list,
-                directive(&f.name, StageRef::Pure, DirectiveKind::ComputeInline),
-            );
-            continue;
+        push_random_call_schedule(&mut rng, &unscheduled, &mut list, &tree, f);
+    }
+    list
+}
+
+/// Pipelines up to this many funcs get fully random schedules from
+/// `seeded_schedule`; deeper ones only mutations of their own schedule.
+/// A fully random schedule inlines or computes at inner loops along whole
+/// chains, so recomputation multiplies stage by stage (Halide has the same
+/// blow-up with everything inlined): one such schedule of camera_pipe (31
+/// funcs) ran for over ten minutes in the executor at 24x16.
+pub const FULLY_RANDOM_MAX_FUNCS: usize = 12;
+
+/// The schedule that random-schedule checks use for `seed`: for even
+/// seeds of pipelines of at most `FULLY_RANDOM_MAX_FUNCS` funcs a fully
+/// random one (`random_schedule`), otherwise 1 to 4 mutations of the
+/// pipeline's own schedule (`mutate_schedule`).
+///
+/// Example: `seeded_schedule(&blur, 4)` is `random_schedule(&blur, 4)`;
+/// `seeded_schedule(&local_laplacian, 4)` is `mutate_schedule(.., 4, 3)`.
+pub fn seeded_schedule(pipeline: &Pipeline, seed: u64) -> Vec<Directive> {
+    if seed % 2 == 0 && pipeline.funcs.len() <= FULLY_RANDOM_MAX_FUNCS {
+        random_schedule(pipeline, seed)
+    } else {
+        mutate_schedule(pipeline, seed, 1 + (seed / 2 % 4) as usize)
+    }
+}
+
+/// Whether `kind` sets where a func is computed or stored.
+fn is_call_schedule(kind: &DirectiveKind) -> bool {
+    matches!(
+        kind,
+        DirectiveKind::ComputeAt { .. }
+            | DirectiveKind::StoreAt { .. }
+            | DirectiveKind::ComputeRoot
+            | DirectiveKind::StoreRoot
+            | DirectiveKind::ComputeInline
+    )
+}
+
+/// The autotuner's mutation step: `pipeline`'s own schedule with
+/// `mutations` random changes, each kept only when the schedule tree still
+/// builds. A change either appends one domain-order directive to a random
+/// stage (split, tile, reorder, vectorize, unroll, parallel, fuse) or
+/// replaces a random func's call schedule (inline, compute_root, or
+/// compute_at a consumer loop, maybe stored further out).
+///
+/// Why next to `random_schedule`: a fully random schedule of a deep
+/// pipeline (local_laplacian's 88 funcs) inlines or computes at inner
+/// loops along whole chains, so recomputation multiplies level by level
+/// (Halide has the same blow-up with everything inlined) and a single
+/// schedule can take hours to run. A few changes to a schedule that was
+/// reasonable bound the extra work by the few stages changed, which is
+/// also how an autotuner explores.
+///
+/// Example: `mutate_schedule(&blur, 3, 2)` might give blur's own
+/// directives plus `blur_y.split(y, y_om1, y_im1, 4)`, with
+/// `blur_x.compute_at(blur_y, y_om1)` in place of `blur_x.compute_root()`.
+pub fn mutate_schedule(pipeline: &Pipeline, seed: u64, mutations: usize) -> Vec<Directive> {
+    // A stream apart from `random_schedule`'s for the same seed.
+    let mut rng = Rng::new(seed ^ 0x6D75_7461_7465);
+    let mut list = pipeline.schedule.directives.clone();
+    let mut done = 0;
+    for attempt in 0..mutations * 8 {
+        if done == mutations {
+            break;
         }
-        if consumers.is_empty() {
-            choice = 1;
-        }
-        if choice == 1 {
-            let _ = try_push(
-                &unscheduled,
-                &mut list,
-                directive(&f.name, StageRef::Pure, DirectiveKind::ComputeRoot),
-            );
-            continue;
-        }
-        // compute_at some loop of a consumer, maybe stored further out.
-        let g = *rng.pick(&consumers);
-        let Some(band) = tree.band(&g.name, 0) else {
-            continue;
+        let Some(tree) = current(pipeline, &list) else {
+            break;
         };
-        let loops: Vec<String> = band.dims_outer_first().map(|d| d.name.clone()).collect();
-        if loops.is_empty() {
-            continue;
-        }
-        let at = rng.below(loops.len());
-        let pushed = try_push(
-            &unscheduled,
-            &mut list,
-            directive(
-                &f.name,
-                StageRef::Pure,
-                DirectiveKind::ComputeAt {
-                    consumer: g.name.clone(),
-                    var: loops[at].clone(),
-                },
-            ),
-        );
-        if pushed.is_some() && rng.chance(0.5) {
-            let kind = if at == 0 || rng.chance(0.3) {
-                DirectiveKind::StoreRoot
-            } else {
-                DirectiveKind::StoreAt {
-                    consumer: g.name.clone(),
-                    var: loops[rng.below(at)].clone(),
-                }
+        let f = rng.pick(&pipeline.funcs);
+        if !pipeline.outputs.contains(&f.name) && rng.chance(0.5) {
+            let mut candidate: Vec<Directive> = list
+                .iter()
+                .filter(|d| !(d.func == f.name && is_call_schedule(&d.kind)))
+                .cloned()
+                .collect();
+            let Some(tree) = current(pipeline, &candidate) else {
+                continue;
             };
-            let _ = try_push(
-                &unscheduled,
-                &mut list,
-                directive(&f.name, StageRef::Pure, kind),
-            );
-        } else if pushed.is_none() {
-            let _ = try_push(
-                &unscheduled,
-                &mut list,
-                directive(&f.name, StageRef::Pure, DirectiveKind::ComputeRoot),
-            );
+            push_random_call_schedule(&mut rng, pipeline, &mut candidate, &tree, f);
+            if current(pipeline, &candidate).is_some() {
+                list = candidate;
+                done += 1;
+            }
+        } else {
+            let stage = rng.below(f.updates.len() + 1);
+            let Some(band) = tree.band(&f.name, stage) else {
+                continue;
+            };
+            let names: Vec<String> = band.dims.iter().map(|d| d.name.clone()).collect();
+            if names.is_empty() {
+                continue;
+            }
+            let tag = format!("m{attempt}");
+            let Some(kind) = random_domain_kind(&mut rng, pipeline, &f.name, &names, &tag) else {
+                continue;
+            };
+            let sref = if stage == 0 {
+                StageRef::Pure
+            } else {
+                StageRef::Update(stage - 1)
+            };
+            if try_push(pipeline, &mut list, directive(&f.name, sref, kind)).is_some() {
+                done += 1;
+            }
         }
     }
     list
+}
+
+/// One random domain-order directive (split, tile, reorder, vectorize,
+/// unroll, parallel or fuse) for a stage of `func` whose loops are `names`
+/// (innermost first); new loop names end in `tag`. None when the drawn
+/// kind does not apply (a fuse or tile of a single loop).
+fn random_domain_kind(
+    rng: &mut Rng,
+    pipeline: &Pipeline,
+    func: &str,
+    names: &[String],
+    tag: &str,
+) -> Option<DirectiveKind> {
+    let v = rng.pick(&names).clone();
+    let fresh = |s: &str| format!("{v}_{s}{tag}");
+    let factor = Expr::i32(*rng.pick(&[2, 3, 4, 8, 16]));
+    let tail = *rng.pick(&[
+        TailStrategy::Auto,
+        TailStrategy::Auto,
+        TailStrategy::GuardWithIf,
+        TailStrategy::RoundUp,
+        TailStrategy::ShiftInwards,
+    ]);
+    let is_output = pipeline.outputs.contains(&func.to_string());
+    let tail = if is_output && tail != TailStrategy::GuardWithIf {
+        TailStrategy::Auto
+    } else {
+        tail
+    };
+    let kind = match rng.below(8) {
+        0 | 1 => DirectiveKind::Split {
+            old: v.clone(),
+            outer: fresh("o"),
+            inner: fresh("i"),
+            factor,
+            tail,
+        },
+        2 if names.len() >= 2 => {
+            let w = rng.pick(&names).clone();
+            DirectiveKind::Tile {
+                x: v.clone(),
+                y: w.clone(),
+                xo: fresh("xo"),
+                yo: fresh("yo"),
+                xi: fresh("xi"),
+                yi: fresh("yi"),
+                x_factor: factor,
+                y_factor: Expr::i32(*rng.pick(&[2, 4, 8])),
+                tail,
+            }
+        }
+        3 if names.len() >= 2 => {
+            let mut order = names.to_vec();
+            for i in (1..order.len()).rev() {
+                order.swap(i, rng.below(i + 1));
+            }
+            DirectiveKind::Reorder(order)
+        }
+        4 => DirectiveKind::Vectorize {
+            var: v.clone(),
+            factor: Some(Expr::i32(*rng.pick(&[4, 8, 16]))),
+        },
+        5 => DirectiveKind::Unroll {
+            var: v.clone(),
+            factor: Some(Expr::i32(*rng.pick(&[2, 3, 4]))),
+        },
+        6 => DirectiveKind::Parallel {
+            var: names[names.len() - 1].clone(),
+            task_size: None,
+        },
+        _ if names.len() >= 2 => {
+            // Fuse the two outermost loops.
+            let (inner, outer) = (
+                names[names.len() - 2].clone(),
+                names[names.len() - 1].clone(),
+            );
+            DirectiveKind::Fuse {
+                inner,
+                outer,
+                fused: fresh("f"),
+            }
+        }
+        _ => return None,
+    };
+    Some(kind)
+}
+
+/// Give the non-output func `f` a random call schedule in `list`: inline
+/// (pure funcs only), compute_root, or compute_at a random loop of a
+/// non-inlined consumer (in `tree`, the schedule so far), sometimes with a
+/// store level further out. Falls back to compute_root when the drawn
+/// level is not legal.
+fn push_random_call_schedule(
+    rng: &mut Rng,
+    base: &Pipeline,
+    list: &mut Vec<Directive>,
+    tree: &ScheduleTree,
+    f: &argent_ir::Func,
+) {
+    let pipeline = base;
+    let consumers: Vec<&argent_ir::Func> = pipeline
+        .funcs
+        .iter()
+        .filter(|g| (0..=g.updates.len()).any(|s| stage_calls(g, s).contains(&f.name)))
+        .filter(|g| {
+            tree.func(&g.name)
+                .is_some_and(|s| s.compute != Level::Inline)
+        })
+        .collect();
+    let mut choice = rng.below(4);
+    if f.updates.is_empty() && choice == 0 {
+        let _ = try_push(
+            base,
+            list,
+            directive(&f.name, StageRef::Pure, DirectiveKind::ComputeInline),
+        );
+        return;
+    }
+    if consumers.is_empty() {
+        choice = 1;
+    }
+    if choice == 1 {
+        let _ = try_push(
+            base,
+            list,
+            directive(&f.name, StageRef::Pure, DirectiveKind::ComputeRoot),
+        );
+        return;
+    }
+    // compute_at some loop of a consumer, maybe stored further out.
+    let g = *rng.pick(&consumers);
+    let Some(band) = tree.band(&g.name, 0) else {
+        return;
+    };
+    let loops: Vec<String> = band.dims_outer_first().map(|d| d.name.clone()).collect();
+    if loops.is_empty() {
+        return;
+    }
+    let at = rng.below(loops.len());
+    let pushed = try_push(
+        base,
+        list,
+        directive(
+            &f.name,
+            StageRef::Pure,
+            DirectiveKind::ComputeAt {
+                consumer: g.name.clone(),
+                var: loops[at].clone(),
+            },
+        ),
+    );
+    if pushed.is_some() && rng.chance(0.5) {
+        let kind = if at == 0 || rng.chance(0.3) {
+            DirectiveKind::StoreRoot
+        } else {
+            DirectiveKind::StoreAt {
+                consumer: g.name.clone(),
+                var: loops[rng.below(at)].clone(),
+            }
+        };
+        let _ = try_push(base, list, directive(&f.name, StageRef::Pure, kind));
+    } else if pushed.is_none() {
+        let _ = try_push(
+            base,
+            list,
+            directive(&f.name, StageRef::Pure, DirectiveKind::ComputeRoot),
+        );
+    }
 }

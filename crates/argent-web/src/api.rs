@@ -27,6 +27,12 @@ pub struct CompileOptions {
     /// can be reproduced and read.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub random_schedule: Option<u64>,
+    /// With `random_schedule`: take the seed's schedule from
+    /// `argent_lower::random_schedule::seeded_schedule` instead (mutations
+    /// of the program's own schedule, and fully random schedules for even
+    /// seeds of small pipelines), which keeps deep pipelines affordable.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub mutate: bool,
 }
 
 impl Default for CompileOptions {
@@ -35,6 +41,7 @@ impl Default for CompileOptions {
             simd: true,
             threads: true,
             random_schedule: None,
+            mutate: false,
         }
     }
 }
@@ -206,8 +213,11 @@ pub fn compile(
         return (fail("parse", diagnostics), Vec::new());
     };
     let schedule = options.random_schedule.map(|seed| {
-        pipeline.schedule.directives =
-            argent_lower::random_schedule::random_schedule(&pipeline, seed);
+        pipeline.schedule.directives = if options.mutate {
+            argent_lower::random_schedule::seeded_schedule(&pipeline, seed)
+        } else {
+            argent_lower::random_schedule::random_schedule(&pipeline, seed)
+        };
         pipeline
             .schedule
             .directives
@@ -339,7 +349,7 @@ mod tests {
             panic!("unknown option must fail");
         };
         assert_eq!(phase, "options");
-        expect!["bad compile options: unknown field `threds`, expected one of `simd`, `threads`, `randomSchedule` at line 1 column 23"]
+        expect!["bad compile options: unknown field `threds`, expected one of `simd`, `threads`, `randomSchedule`, `mutate` at line 1 column 23"]
             .assert_eq(&diagnostics[0].message);
     }
 
@@ -383,5 +393,11 @@ mod tests {
             panic!("compiles");
         };
         assert_eq!(schedule, schedules[3]);
+        // Mutations start from the program's own schedule.
+        let (mutated, _) = compile(source, r#"{"randomSchedule": 1, "mutate": true}"#, &clock);
+        let CompileResponse::Ok { schedule, .. } = mutated else {
+            panic!("compiles");
+        };
+        assert!(schedule.unwrap().contains("out.vectorize(x, 8)"));
     }
 }
