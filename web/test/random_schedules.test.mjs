@@ -9,8 +9,9 @@
 // schedule. ARGENT_RANDOM_SEEDS=n sets the count (DEFAULT_SEEDS in every
 // run; 200 is the issue's full sweep) and ARGENT_EXAMPLES=a,b the
 // examples. Schedules whose regions cannot be bounded are drawn again
-// (seed + k * (2^32 + 1), at most REDRAWS times) and at most half of the seeds
-// may end refused, so the check cannot silently check nothing.
+// (seed + k * (2^32 + 1), at most REDRAWS times); a seed refused even so
+// is replaced by the next one, and the test fails unless SEEDS seeds were
+// compared, so the check cannot silently check nothing.
 
 import assert from "node:assert/strict";
 import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
@@ -30,9 +31,23 @@ const skip = SEEDS > 0 ? false : "ARGENT_RANDOM_SEEDS=0";
 const REDRAWS = 10;
 const REDRAW_STRIDE = 2 ** 32 + 1;
 
-// Examples that cannot be lowered yet (see examples.test.mjs): reported
-// as TODO, so a fix shows up as a passing TODO.
-const KNOWN_GAPS = {};
+// Known gaps, each with its reason: reported as TODO, so a fix shows up
+// as a passing TODO.
+const KNOWN_GAPS = {
+  bicubic_resize:
+    "most random schedules are refused at 641x479: its coordinates are computed from data, so bounds fall back to the index type's range (unboundable, or buffers over 4 GiB); its own schedule is checked in examples.test.mjs and random ones at small sizes in the Rust test",
+};
+// Deep pipelines whose random schedules take minutes each at 641x479 (the
+// cost of recomputation multiplies through their pyramids); they run in
+// the full sweep (ARGENT_RANDOM_SEEDS set) and, at small sizes, in the
+// Rust random-schedule test, but not in every CI run.
+const SLOW_BY_DEFAULT = process.env.ARGENT_RANDOM_SEEDS
+  ? {}
+  : {
+      camera_pipe: "minutes per seed at 641x479: run with ARGENT_RANDOM_SEEDS=n",
+      local_laplacian: "minutes per seed at 641x479: run with ARGENT_RANDOM_SEEDS=n",
+      multiscale_interpolation: "minutes per seed at 641x479: run with ARGENT_RANDOM_SEEDS=n",
+    };
 const CONFIGS = [
   { threads: 1, simd: true },
   { threads: 2, simd: true },
@@ -63,6 +78,10 @@ function legitimateRefusal(error) {
   // Round-up and shift-inwards splits of a stage that reads an input
   // without a boundary condition need a larger input (as in Halide).
   if (/is too small/.test(String(error?.message))) return "needs a larger input";
+  // A schedule whose buffers exceed wasm32's 4 GiB gets a clear error
+  // before anything runs (over-estimated regions of data-dependent
+  // coordinates are bounded by the index type's range).
+  if (/more than the memory can grow to/.test(String(error?.message))) return "needs more than 4 GiB";
   return null;
 }
 
@@ -74,12 +93,17 @@ for (const name of examples) {
 
     for (const config of CONFIGS) {
       const todo = KNOWN_GAPS[name] ?? false;
-      test(`${SEEDS} random schedules, ${config.threads} thread(s), SIMD128: match the reference interpreter`, { todo, skip }, async (t) => {
+      test(`${SEEDS} random schedules, ${config.threads} thread(s), SIMD128: match the reference interpreter`, { todo, skip: skip || SLOW_BY_DEFAULT[name] || false }, async (t) => {
         const runtime = runtimes.get(config);
         const failures = [];
         let refused = 0;
         let redrawn = 0;
-        for (let first = 0; first < SEEDS; first++) {
+        // Seeds are tried in order until SEEDS of them have been compared
+        // (a refused seed is replaced by the next one), at most TRIES.
+        const TRIES = Math.max(8, 2 * SEEDS);
+        let tried = 0;
+        for (let first = 0; tried - refused < SEEDS && first < TRIES; first++) {
+          tried++;
           let pipeline;
           let seed = first;
           let compileError = null;
@@ -140,9 +164,9 @@ for (const name of examples) {
         }
         // Refusals (unboundable regions, inputs too small for round-up
         // splits) are legitimate one by one, but not for most seeds.
-        t.diagnostic(`${SEEDS - refused} of ${SEEDS} seeds compared, ${refused} refused, ${redrawn} drawn again`);
-        assert.ok(refused * 2 <= SEEDS, `${refused} of ${SEEDS} seeds refused`);
-        assert.equal(failures.length, 0, `${failures.length} of ${SEEDS} seeds fail:\n${failures.join("\n")}`);
+        t.diagnostic(`${tried - refused} of ${tried} seeds compared, ${refused} refused, ${redrawn} drawn again`);
+        assert.ok(tried - refused >= SEEDS, `only ${tried - refused} of ${tried} seeds could be compared (${refused} refused)`);
+        assert.equal(failures.length, 0, `${failures.length} of ${tried} seeds fail:\n${failures.join("\n")}`);
       });
     }
   });
