@@ -401,6 +401,27 @@ await section("halide local laplacian", async () => {
   record({ workload: "local laplacian 1536x1024 RGB u16 (8 levels)", impl: "Halide 21 wasm-simd128, local_laplacian.ag schedule", threads: 1, layout: "planar RGB u16", ...t, mpix: mp(w, hh), sameScheduleAs: "local_laplacian" });
 });
 
+await section("halide bilateral grid", async () => {
+  const h = await loadHalide(join(buildDir, "halide_bilateral_grid.wasm"));
+  const w = 1536;
+  const hh = 1024;
+  const C = 3;
+  const dims = [
+    { min: 0, extent: w, stride: C },
+    { min: 0, extent: hh, stride: w * C },
+    { min: 0, extent: C, stride: 1 },
+  ];
+  const input = h.buffer(1, 8, dims);
+  const output = h.buffer(1, 8, dims);
+  h.pin();
+  new Uint8Array(h.memory.buffer, input.host, w * hh * C).set(makeImage(Uint8Array, w, hh, C, 8, 13));
+  const fn = h.exports.halide_bilateral_grid;
+  const rSigma = 0.1;
+  check(fn(input.desc, rSigma, output.desc), "halide bilateral grid");
+  const t = await measure(() => fn(input.desc, rSigma, output.desc), { runs: quick ? 3 : 9 });
+  record({ workload: "bilateral grid 1536x1024 RGB u8", impl: "Halide 21 wasm-simd128, bilateral_grid.ag schedule", threads: 1, layout: "interleaved RGB u8", ...t, mpix: mp(w, hh), sameScheduleAs: "bilateral_grid" });
+});
+
 await section("opencv", async () => {
   // The Emscripten module is a thenable that resolves to itself (awaiting
   // it never settles), so wait for its classes to appear instead.
@@ -561,7 +582,7 @@ if (!argentBuilt) {
             execute.sort((a, b) => a - b);
             const memBytes = pipeline.memory?.buffer?.byteLength ?? null;
             record({
-              workload: { box_blur: "blur 3072x2048 u16", unsharp_mask: "unsharp 3072x2048 RGB u8 (f32 math)", local_laplacian: "local laplacian 1536x1024 RGB u16 (8 levels)" }[name] ?? `${name} ${w}x${h}${request.outputSize ? ` -> ${request.outputSize.width}x${request.outputSize.height}` : ""}`,
+              workload: { box_blur: "blur 3072x2048 u16", unsharp_mask: "unsharp 3072x2048 RGB u8 (f32 math)", local_laplacian: "local laplacian 1536x1024 RGB u16 (8 levels)", bilateral_grid: "bilateral grid 1536x1024 RGB u8" }[name] ?? `${name} ${w}x${h}${request.outputSize ? ` -> ${request.outputSize.width}x${request.outputSize.height}` : ""}`,
               impl: `Argent (${pipeline.simd ? "simd128" : "scalar"}, ${runtime.mode})`,
               threads: runtime.threads,
               layout: pipeline.inputs.map((d) => `${d.name}:${d.type}(${d.dims.join(",")})`).join(" "),

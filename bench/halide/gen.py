@@ -158,11 +158,87 @@ def local_laplacian():
     return output, [photo, levels, alpha, beta]
 
 
+def bilateral_grid():
+    """examples/bilateral_grid.ag (after Halide's apps/bilateral_grid): the
+    luma of an interleaved u8 RGB photo filtered through a bilateral grid
+    (8x8-pixel cells, r_sigma intensity cells), colour reapplied by the
+    ratio filtered / original luma; the file's schedule (Halide's CPU
+    schedule with 4 f32 lanes)."""
+    x, y, z, c = hl.Var("x"), hl.Var("y"), hl.Var("z"), hl.Var("c")
+    photo = hl.ImageParam(hl.UInt(8), 3, "photo")
+    r_sigma = hl.Param(hl.Float(32), "r_sigma", 0.1)
+    s_sigma = 8
+    p = hl.BoundaryConditions.repeat_edge(photo)
+    gray, cell = hl.Func("gray"), hl.Func("cell")
+    gray[x, y] = hl.clamp(
+        (0.299 * hl.f32(p[x, y, 0]) + 0.587 * hl.f32(p[x, y, 1]) + 0.114 * hl.f32(p[x, y, 2])) / 255.0, 0.0, 1.0
+    )
+    cell[x, y] = hl.i32(gray[x, y] * (1.0 / r_sigma) + 0.5)
+    r = hl.RDom([(0, s_sigma), (0, s_sigma)], "r")
+    histogram = hl.Func("histogram")
+    histogram[x, y, z, c] = 0.0
+    sx = x * s_sigma + r.x - s_sigma // 2
+    sy = y * s_sigma + r.y - s_sigma // 2
+    histogram[x, y, cell[sx, sy], c] += hl.select(c == 0, gray[sx, sy], 1.0)
+    blurz, blurx, blury = hl.Func("blurz"), hl.Func("blurx"), hl.Func("blury")
+    blurz[x, y, z, c] = (
+        histogram[x, y, z - 2, c] + histogram[x, y, z - 1, c] * 4 + histogram[x, y, z, c] * 6
+        + histogram[x, y, z + 1, c] * 4 + histogram[x, y, z + 2, c]
+    )
+    blurx[x, y, z, c] = (
+        blurz[x - 2, y, z, c] + blurz[x - 1, y, z, c] * 4 + blurz[x, y, z, c] * 6
+        + blurz[x + 1, y, z, c] * 4 + blurz[x + 2, y, z, c]
+    )
+    blury[x, y, z, c] = (
+        blurx[x, y - 2, z, c] + blurx[x, y - 1, z, c] * 4 + blurx[x, y, z, c] * 6
+        + blurx[x, y + 1, z, c] * 4 + blurx[x, y + 2, z, c]
+    )
+    interpolated, filtered, out = hl.Func("interpolated"), hl.Func("filtered"), hl.Func("out")
+    zv = gray[x, y] * (1.0 / r_sigma)
+    zi = hl.i32(zv)
+    zf = zv - hl.f32(zi)
+    xf = hl.f32(x % s_sigma) / float(s_sigma)
+    yf = hl.f32(y % s_sigma) / float(s_sigma)
+    xi, yi = x / s_sigma, y / s_sigma
+
+    def lerp(a, b, w):
+        return a + (b - a) * w
+
+    interpolated[x, y, c] = lerp(
+        lerp(lerp(blury[xi, yi, zi, c], blury[xi + 1, yi, zi, c], xf),
+             lerp(blury[xi, yi + 1, zi, c], blury[xi + 1, yi + 1, zi, c], xf), yf),
+        lerp(lerp(blury[xi, yi, zi + 1, c], blury[xi + 1, yi, zi + 1, c], xf),
+             lerp(blury[xi, yi + 1, zi + 1, c], blury[xi + 1, yi + 1, zi + 1, c], xf), yf),
+        zf,
+    )
+    filtered[x, y] = interpolated[x, y, 0] / interpolated[x, y, 1]
+    eps = 0.01
+    out[x, y, c] = hl.select(
+        c == 3,
+        p[x, y, c],
+        hl.saturating_cast(hl.UInt(8), hl.f32(p[x, y, c]) * (filtered[x, y] + eps) / (gray[x, y] + eps) + 0.5),
+    )
+    # The schedule of examples/bilateral_grid.ag.
+    yo = hl.Var("yo")
+    blurz.compute_at(blurx, y).reorder(c, z, x, y).vectorize(x, 4).unroll(c)
+    histogram.compute_at(blurz, y)
+    histogram.update(0).reorder(c, r.x, r.y, x, y).unroll(c)
+    blurx.compute_root().reorder(c, x, z, y).parallel(y).vectorize(x, 4).unroll(c)
+    blury.compute_at(out, y).reorder(c, x, y, z).vectorize(x, 4).unroll(c)
+    filtered.compute_at(out, y).vectorize(x, 4)
+    out.reorder(c, x, y).parallel(y, 8).vectorize(x, 16)
+    for buf in (photo, out.output_buffer()):
+        buf.dim(0).set_stride(3)
+        buf.dim(2).set_stride(1).set_min(0).set_extent(3)
+    return out, [photo, r_sigma]
+
+
 PIPELINES = {
     "halide_blur_paper": lambda: blur("paper"),
     "halide_blur_strip": lambda: blur("strip"),
     "halide_unsharp": unsharp,
     "halide_local_laplacian": local_laplacian,
+    "halide_bilateral_grid": bilateral_grid,
 }
 
 

@@ -108,6 +108,7 @@ fn build_halide(bench_dir: &Path, build_dir: &Path) -> Result<(), String> {
         "halide_blur_strip",
         "halide_unsharp",
         "halide_local_laplacian",
+        "halide_bilateral_grid",
     ];
     let modified = |path: &Path| std::fs::metadata(path).and_then(|m| m.modified()).ok();
     let generator_time = modified(&generator);
