@@ -4,7 +4,6 @@
 
 use crate::abi::abi_to_json;
 use crate::describe::{PipelineDescription, SpanDescription, describe_pipeline, resolve_span};
-use argent_ir::Stmt;
 use argent_lang::{Diagnostic, Severity};
 use argent_lower::{LowerError, LowerOptions};
 use argent_wasm::CodegenOptions;
@@ -242,8 +241,7 @@ pub fn compile(
         simd: options.simd,
         threads: options.threads,
     };
-    let module = flattened(lowered.module);
-    let compiled = match argent_wasm::compile(&module, &codegen_options) {
+    let compiled = match argent_wasm::compile(&lowered.module, &codegen_options) {
         Ok(compiled) => compiled,
         Err(error) => {
             let mut diagnostic =
@@ -270,38 +268,6 @@ pub fn compile(
         schedule,
     };
     (response, compiled.bytes)
-}
-
-/// Transitional: `argent_lower::lower` does not call its `flatten` pass
-/// yet (see the TODO in crates/argent-lower/src/lower.rs), and the backend
-/// needs flat `Load`/`Store`s. Flatten here only while the lowered body
-/// still has multi-dimensional `Realize`/`Provide` nodes, so this becomes a
-/// no-op once lowering flattens by itself and can then be deleted.
-fn flattened(mut module: argent_ir::Module) -> argent_ir::Module {
-    if has_multidimensional_storage(&module.body) {
-        module.body = argent_lower::flatten::flatten(&module.body, &module.buffers);
-    }
-    module
-}
-
-fn has_multidimensional_storage(stmt: &Stmt) -> bool {
-    match stmt {
-        Stmt::Provide { .. } | Stmt::Realize { .. } => true,
-        Stmt::LetStmt { body, .. }
-        | Stmt::ProducerConsumer { body, .. }
-        | Stmt::For { body, .. }
-        | Stmt::Allocate { body, .. } => has_multidimensional_storage(body),
-        Stmt::Block(stmts) => stmts.iter().any(has_multidimensional_storage),
-        Stmt::IfThenElse {
-            then, otherwise, ..
-        } => {
-            has_multidimensional_storage(then)
-                || otherwise
-                    .as_deref()
-                    .is_some_and(has_multidimensional_storage)
-        }
-        Stmt::Assert { .. } | Stmt::Store { .. } | Stmt::Evaluate(_) => false,
-    }
 }
 
 #[cfg(test)]
