@@ -23,12 +23,13 @@
 //! ```
 
 use crate::eval::{self, Scalar, const_scalar, scalar_to_expr};
+use crate::fast_hash::FastHashMap;
 use crate::interval::Scope;
 use crate::{const_int, expr_binds_any, expr_cmp, expr_eq, is_const, vars_of};
 use argent_ir::visit::{Visitor, expr_uses_var, substitute, walk_expr, walk_stmt};
 use argent_ir::{BinOp, CallTarget, Expr, ExprKind, Intrinsic, Stmt, Type, UnaryOp};
 use std::cmp::Ordering;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 /// Simplify an expression. The result has the same value for every
 /// assignment of its free variables (assuming, like Halide, that `i32`
@@ -311,11 +312,32 @@ fn foldable(i: Intrinsic) -> bool {
     )
 }
 
+/// What the simplifier knows about one binding of a variable.
+#[derive(Debug)]
+struct Binding {
+    /// Constant bounds of the bound value.
+    bounds: Bounds,
+    /// For a `LetStmt` whose (trivial) value is substituted into its uses
+    /// instead of being kept: the simplified value and its variables.
+    value: Option<(Expr, Vec<String>)>,
+    /// When the binding was made; a variable of `value` bound again later
+    /// (a larger `seq`) would be captured by substituting `value`.
+    seq: u64,
+    /// Whether the simplifier has met a use of the binding. A binding never
+    /// used cannot occur in the output, so its let is dropped unchecked.
+    used: bool,
+    /// Whether a use could not take `value` (it would have been captured),
+    /// so that the let must be emitted after all.
+    captured: bool,
+}
+
 #[derive(Default)]
 pub(crate) struct Simplifier {
-    /// Known constant bounds of variables (loop variables, lets), innermost
-    /// binding last.
-    bounds: HashMap<String, Vec<Bounds>>,
+    /// The bindings in scope of each variable (loop variables, lets),
+    /// innermost last.
+    env: FastHashMap<String, Vec<Binding>>,
+    /// The `seq` of the next binding.
+    next_seq: u64,
     /// The last few sums built by `int_binary`, with the linear form each
     /// was rebuilt from. Simplifying a long sum bottom up otherwise takes
     /// the already simplified left operand apart again at every `+`. An
@@ -331,11 +353,63 @@ const LINEAR_MEMO_SIZE: usize = 8;
 
 impl Simplifier {
     pub(crate) fn push_bounds(&mut self, name: &str, b: Bounds) {
-        self.bounds.entry(name.to_string()).or_default().push(b);
+        self.push_binding(name, b, None);
     }
+
+    fn push_binding(&mut self, name: &str, bounds: Bounds, value: Option<(Expr, Vec<String>)>) {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let binding = Binding {
+            bounds,
+            value,
+            seq,
+            used: false,
+            captured: false,
+        };
+        match self.env.get_mut(name) {
+            Some(stack) => stack.push(binding),
+            None => {
+                self.env.insert(name.to_string(), vec![binding]);
+            }
+        }
+    }
+
     pub(crate) fn pop_bounds(&mut self, name: &str) {
-        if let Some(v) = self.bounds.get_mut(name) {
-            v.pop();
+        self.pop_binding(name);
+    }
+
+    fn pop_binding(&mut self, name: &str) -> Option<Binding> {
+        self.env.get_mut(name).and_then(|v| v.pop())
+    }
+
+    /// A use of the variable `name` (of type `ty`): its substituted value
+    /// when it has one that no binding made since would capture, else the
+    /// variable itself. Marks the binding as used.
+    fn lookup_var(&mut self, e: &Expr, name: &str) -> Expr {
+        let Some(binding) = self.env.get(name).and_then(|v| v.last()) else {
+            return e.clone();
+        };
+        let substituted = binding.value.as_ref().and_then(|(value, vars)| {
+            let captured = vars.iter().any(|u| {
+                self.env
+                    .get(u)
+                    .and_then(|v| v.last())
+                    .is_some_and(|b| b.seq > binding.seq)
+            });
+            (!captured).then(|| value.clone())
+        });
+        let binding = self
+            .env
+            .get_mut(name)
+            .and_then(|v| v.last_mut())
+            .expect("looked up above");
+        binding.used = true;
+        match substituted {
+            Some(value) => value,
+            None => {
+                binding.captured |= binding.value.is_some();
+                e.clone()
+            }
         }
     }
 
@@ -356,8 +430,10 @@ impl Simplifier {
         };
         match e.kind() {
             ExprKind::IntImm(v) => (*v, *v),
-            ExprKind::Var(n) => match self.bounds.get(n).and_then(|v| v.last()) {
-                Some(&(lo, hi)) => (lo.max(full.0), hi.min(full.1)),
+            ExprKind::Var(n) => match self.env.get(n).and_then(|v| v.last()) {
+                Some(&Binding {
+                    bounds: (lo, hi), ..
+                }) => (lo.max(full.0), hi.min(full.1)),
                 None => full,
             },
             ExprKind::Broadcast { value, .. } => self.const_interval(value),
@@ -472,7 +548,11 @@ impl Simplifier {
     pub(crate) fn expr(&mut self, e: &Expr) -> Expr {
         match e.kind() {
             ExprKind::IntImm(_) | ExprKind::FloatImm(_) => e.clone(),
-            ExprKind::Var(_) => {
+            ExprKind::Var(n) => {
+                let e = &self.lookup_var(e, n);
+                if !matches!(e.kind(), ExprKind::Var(_)) {
+                    return e.clone();
+                }
                 if e.ty().is_integer() {
                     let (lo, hi) = self.const_interval(e);
                     if lo == hi {
@@ -1211,58 +1291,60 @@ impl Simplifier {
 
     // ---- statements ---------------------------------------------------------
 
-    /// A chain of directly nested `LetStmt`s at once: trivial values are
-    /// substituted into the rest in one pass (not one pass per let, which
-    /// is quadratic on the long chains of bounds lets lowering produces),
-    /// the others are kept, and kept lets nothing uses are dropped.
+    /// A chain of directly nested `LetStmt`s at once. Trivial values are
+    /// not kept but bound as values that uses of the name take (see
+    /// [`Simplifier::lookup_var`]), so the rest is simplified once with
+    /// them substituted, rather than substituted and walked once per chain
+    /// (quadratic in the nesting depth of the chains lowering produces). A
+    /// value that would be captured by a binding below stays a `let`, and
+    /// kept lets nothing uses are dropped.
     fn let_chain(&mut self, s: &Stmt) -> Stmt {
-        let mut pending: HashMap<String, Expr> = HashMap::new();
-        let mut kept: Vec<(String, Expr)> = Vec::new();
-        let mut bound_below: Option<HashSet<String>> = None;
+        // The chain's lets in order, and whether each was substituted.
+        let mut chain: Vec<(String, Expr, bool)> = Vec::new();
         let mut cur = s;
         while let Stmt::LetStmt { name, value, body } = cur {
-            // Rebinding a name the chain already handles ends the chain;
-            // the rest is simplified as a chain of its own.
-            if pending.contains_key(name)
-                || kept.iter().any(|(k, _)| k == name)
-                || pending.values().any(|v| expr_uses_var(v, name))
-            {
-                break;
-            }
-            let v = self.expr(&crate::substitute_many(value, &pending));
-            if is_trivial(&v) || is_small_affine(&v, 3) {
-                // Substituting is safe unless something below rebinds a
-                // variable of the value (the whole body's binders are a
-                // conservative superset).
-                let below = bound_below.get_or_insert_with(|| bound_names(body));
-                if vars_of(&v).iter().all(|n| !below.contains(n)) {
-                    pending.insert(name.clone(), v);
-                    cur = body;
-                    continue;
-                }
-            }
+            let v = self.expr(value);
             let bounds = if v.ty().is_integer() {
                 self.const_interval(&v)
             } else {
                 (i64::MIN, i64::MAX)
             };
-            self.push_bounds(name, bounds);
-            kept.push((name.clone(), v));
+            // A value mentioning the name it is bound to (`let x = x + 1`)
+            // is kept: were the let emitted after all (see below), the
+            // substituted copies would be captured by it.
+            let vars = vars_of(&v);
+            let substituted =
+                (is_trivial(&v) || is_small_affine(&v, 3)) && !vars.iter().any(|u| u == name);
+            let value = substituted.then(|| (v.clone(), vars));
+            self.push_binding(name, bounds, value);
+            chain.push((name.clone(), v, substituted));
             cur = body;
         }
-        let rest = if pending.is_empty() {
-            self.stmt(cur)
-        } else {
-            self.stmt(&crate::substitute_many_stmt(cur, &pending))
-        };
-        for (name, _) in kept.iter().rev() {
-            self.pop_bounds(name);
+        let rest = self.stmt(cur);
+        // Pop the bindings innermost first, keeping the lets something may
+        // use: a kept let met during simplification, or a substituted one
+        // with a captured use.
+        let mut maybe_used: Vec<bool> = Vec::with_capacity(chain.len());
+        for (name, _, _) in chain.iter().rev() {
+            let b = self.pop_binding(name).expect("pushed above");
+            maybe_used.push(if b.value.is_some() {
+                b.captured
+            } else {
+                b.used
+            });
         }
-        let mut used = used_names(&rest);
+        maybe_used.reverse();
+        let candidates: Vec<&str> = chain
+            .iter()
+            .zip(&maybe_used)
+            .filter(|(_, m)| **m)
+            .map(|((n, _, _), _)| n.as_str())
+            .collect();
+        let mut live = names_used_in(&rest, &candidates);
         let mut out = rest;
-        for (name, value) in kept.into_iter().rev() {
-            if used.contains(&name) {
-                used.extend(vars_of(&value));
+        for ((name, value, _), maybe) in chain.into_iter().zip(maybe_used).rev() {
+            if maybe && live.remove(&name) {
+                live.extend(vars_of(&value));
                 out = Stmt::LetStmt {
                     name,
                     value,
@@ -1504,40 +1586,39 @@ fn count_uses(e: &Expr, name: &str) -> usize {
     crate::count_var_uses(e, name)
 }
 
-/// Every name a statement binds (`LetStmt`, `For`, expression `Let`).
-fn bound_names(s: &Stmt) -> HashSet<String> {
-    struct Names(HashSet<String>);
-    impl Visitor for Names {
+/// Which of `names` a statement mentions; the walk stops as soon as it
+/// has found them all (usually early: lets are used near their binding).
+fn names_used_in(s: &Stmt, names: &[&str]) -> HashSet<String> {
+    struct Names<'a> {
+        wanted: &'a [&'a str],
+        found: HashSet<String>,
+    }
+    impl Visitor for Names<'_> {
         fn visit_expr(&mut self, e: &Expr) {
-            if let ExprKind::Let { name, .. } = e.kind() {
-                self.0.insert(name.clone());
+            if self.found.len() == self.wanted.len() {
+                return;
+            }
+            if let ExprKind::Var(n) = e.kind()
+                && self.wanted.contains(&n.as_str())
+                && !self.found.contains(n)
+            {
+                self.found.insert(n.clone());
             }
             walk_expr(self, e);
         }
         fn visit_stmt(&mut self, s: &Stmt) {
-            if let Stmt::LetStmt { name, .. } | Stmt::For { var: name, .. } = s {
-                self.0.insert(name.clone());
+            if self.found.len() < self.wanted.len() {
+                walk_stmt(self, s);
             }
-            walk_stmt(self, s);
         }
     }
-    let mut n = Names(HashSet::new());
+    let mut wanted: Vec<&str> = names.to_vec();
+    wanted.sort_unstable();
+    wanted.dedup();
+    let mut n = Names {
+        wanted: &wanted,
+        found: HashSet::new(),
+    };
     n.visit_stmt(s);
-    n.0
-}
-
-/// Every variable name a statement mentions.
-fn used_names(s: &Stmt) -> HashSet<String> {
-    struct Names(HashSet<String>);
-    impl Visitor for Names {
-        fn visit_expr(&mut self, e: &Expr) {
-            if let ExprKind::Var(n) = e.kind() {
-                self.0.insert(n.clone());
-            }
-            walk_expr(self, e);
-        }
-    }
-    let mut n = Names(HashSet::new());
-    n.visit_stmt(s);
-    n.0
+    n.found
 }
