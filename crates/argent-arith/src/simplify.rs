@@ -28,6 +28,7 @@ use crate::interval::Scope;
 use crate::{const_int, expr_binds_any, expr_cmp, expr_eq, is_const, vars_of};
 use argent_ir::visit::{Visitor, expr_uses_var, substitute, walk_expr, walk_stmt};
 use argent_ir::{BinOp, CallTarget, Expr, ExprKind, Intrinsic, Stmt, Type, UnaryOp};
+use std::cell::RefCell;
 use std::cmp::Ordering;
 use std::collections::HashSet;
 
@@ -78,10 +79,20 @@ pub fn can_prove_in_scope(e: &Expr, scope: &Scope) -> bool {
 /// Inclusive constant bounds of an integer expression.
 pub(crate) type Bounds = (i64, i64);
 
+/// The range of an integer or bool type (the whole `i64` range for floats
+/// and for unsigned values beyond it), computed with shifts: this is called
+/// for every node whose bounds are asked for.
 fn type_range(ty: Type) -> Bounds {
     let t = ty.element();
-    if t.is_integer() || t.is_bool() {
-        (t.min_value() as i64, t.max_value() as i64)
+    let bits = u32::from(t.bits);
+    if t.is_bool() {
+        (0, 1)
+    } else if t.is_int() && bits < 64 {
+        (-(1i64 << (bits - 1)), (1i64 << (bits - 1)) - 1)
+    } else if t.is_uint() && bits < 63 {
+        (0, (1i64 << bits) - 1)
+    } else if t.is_uint() {
+        (0, i64::MAX)
     } else {
         (i64::MIN, i64::MAX)
     }
@@ -344,6 +355,13 @@ pub(crate) struct Simplifier {
     /// entry is taken out on use (nodes are rarely operands twice), and
     /// holding the node keeps its address from being reused.
     linear_memo: Vec<(Expr, Linear)>,
+    /// `const_interval` of composite nodes, by node address, valid while
+    /// the bindings stay the same (cleared when one is made or dropped).
+    /// Rules ask for the bounds of their operands, which are subtrees of
+    /// the result: without it, simplifying a deep tree would walk each
+    /// subtree once per ancestor. Holding the node keeps its address from
+    /// being reused.
+    interval_memo: RefCell<FastHashMap<usize, (Expr, Bounds)>>,
 }
 
 /// How many rebuilt sums `Simplifier::linear_memo` remembers: enough to
@@ -359,6 +377,7 @@ impl Simplifier {
     fn push_binding(&mut self, name: &str, bounds: Bounds, value: Option<(Expr, Vec<String>)>) {
         let seq = self.next_seq;
         self.next_seq += 1;
+        self.forget_intervals();
         let binding = Binding {
             bounds,
             value,
@@ -379,7 +398,15 @@ impl Simplifier {
     }
 
     fn pop_binding(&mut self, name: &str) -> Option<Binding> {
+        self.forget_intervals();
         self.env.get_mut(name).and_then(|v| v.pop())
+    }
+
+    fn forget_intervals(&mut self) {
+        let memo = self.interval_memo.get_mut();
+        if !memo.is_empty() {
+            memo.clear();
+        }
     }
 
     /// A use of the variable `name` (of type `ty`): its substituted value
@@ -416,6 +443,22 @@ impl Simplifier {
     /// Constant bounds of an integer expression, exact under wrapping: a
     /// result that would leave the type's range gives the whole range.
     pub(crate) fn const_interval(&self, e: &Expr) -> Bounds {
+        if matches!(
+            e.kind(),
+            ExprKind::IntImm(_) | ExprKind::FloatImm(_) | ExprKind::Var(_)
+        ) {
+            return self.const_interval_uncached(e);
+        }
+        let key = e.node() as *const _ as usize;
+        if let Some((_, b)) = self.interval_memo.borrow().get(&key) {
+            return *b;
+        }
+        let b = self.const_interval_uncached(e);
+        self.interval_memo.borrow_mut().insert(key, (e.clone(), b));
+        b
+    }
+
+    fn const_interval_uncached(&self, e: &Expr) -> Bounds {
         let ty = e.ty();
         let full = type_range(ty);
         if !(ty.is_integer() || ty.is_bool()) {
@@ -1621,4 +1664,22 @@ fn names_used_in(s: &Stmt, names: &[&str]) -> HashSet<String> {
     };
     n.visit_stmt(s);
     n.found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn type_range_matches_the_types_own_limits() {
+        for ty in Type::ALL_SCALAR {
+            let expected = if ty.is_integer() || ty.is_bool() {
+                (ty.min_value() as i64, ty.max_value() as i64)
+            } else {
+                (i64::MIN, i64::MAX)
+            };
+            assert_eq!(type_range(ty), expected, "{ty}");
+            assert_eq!(type_range(ty.with_lanes(4)), expected, "{ty} x 4");
+        }
+    }
 }
