@@ -1355,10 +1355,11 @@ impl Simplifier {
             // A value mentioning the name it is bound to (`let x = x + 1`)
             // is kept: were the let emitted after all (see below), the
             // substituted copies would be captured by it.
-            let vars = vars_of(&v);
-            let substituted =
-                (is_trivial(&v) || is_small_affine(&v, 3)) && !vars.iter().any(|u| u == name);
-            let value = substituted.then(|| (v.clone(), vars));
+            let value = (is_trivial(&v) || is_small_affine(&v, 3))
+                .then(|| vars_of(&v))
+                .filter(|vars| !vars.iter().any(|u| u == name))
+                .map(|vars| (v.clone(), vars));
+            let substituted = value.is_some();
             self.push_binding(name, bounds, value);
             chain.push((name.clone(), v, substituted));
             cur = body;
