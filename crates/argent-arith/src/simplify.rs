@@ -362,6 +362,9 @@ pub(crate) struct Simplifier {
     /// subtree once per ancestor. Holding the node keeps its address from
     /// being reused.
     interval_memo: RefCell<FastHashMap<usize, (Expr, Bounds)>>,
+    /// Results of `expr` for composite nodes, by address, under the same
+    /// rule as `interval_memo`.
+    simplify_memo: FastHashMap<usize, (Expr, Expr)>,
 }
 
 /// How many rebuilt sums `Simplifier::linear_memo` remembers: enough to
@@ -402,10 +405,14 @@ impl Simplifier {
         self.env.get_mut(name).and_then(|v| v.pop())
     }
 
+    /// Forget what depends on the bindings (they are about to change).
     fn forget_intervals(&mut self) {
         let memo = self.interval_memo.get_mut();
         if !memo.is_empty() {
             memo.clear();
+        }
+        if !self.simplify_memo.is_empty() {
+            self.simplify_memo.clear();
         }
     }
 
@@ -588,7 +595,48 @@ impl Simplifier {
 
     // ---- expressions --------------------------------------------------------
 
+    /// Simplify `e`. Composite nodes are remembered by address while the
+    /// bindings stay the same, so a subtree shared by several parents (as
+    /// unrolling and vectorization leave them) is simplified once and stays
+    /// shared; a node the rules leave as it was is returned itself rather
+    /// than rebuilt, so unchanged parts of the input are not copied.
     pub(crate) fn expr(&mut self, e: &Expr) -> Expr {
+        if matches!(
+            e.kind(),
+            ExprKind::IntImm(_) | ExprKind::FloatImm(_) | ExprKind::Var(_)
+        ) {
+            return self.expr_node(e);
+        }
+        // Nodes over leaves only are cheaper to simplify again than to
+        // remember.
+        if !has_composite_child(e) {
+            let r = self.expr_node(e);
+            return self.keep_unchanged(e, r);
+        }
+        let key = e.node() as *const _ as usize;
+        if let Some((_, r)) = self.simplify_memo.get(&key) {
+            return r.clone();
+        }
+        let r = self.expr_node(e);
+        let r = self.keep_unchanged(e, r);
+        self.simplify_memo.insert(key, (e.clone(), r.clone()));
+        r
+    }
+
+    /// `e` itself when the rules rebuilt it as it was, else `r`. A sum
+    /// remembered in `linear_memo` is then remembered under `e`, so that
+    /// the next `+` of a chain still finds its linear form.
+    fn keep_unchanged(&mut self, e: &Expr, r: Expr) -> Expr {
+        if r.same_as(e) || !shallow_same(&r, e) {
+            return r;
+        }
+        if let Some(entry) = self.linear_memo.iter_mut().find(|(x, _)| x.same_as(&r)) {
+            entry.0 = e.clone();
+        }
+        e.clone()
+    }
+
+    fn expr_node(&mut self, e: &Expr) -> Expr {
         match e.kind() {
             ExprKind::IntImm(_) | ExprKind::FloatImm(_) => e.clone(),
             ExprKind::Var(n) => {
@@ -1579,6 +1627,131 @@ impl Simplifier {
                 Stmt::Evaluate(e)
             }
         }
+    }
+}
+
+/// Whether some child of `e` is neither a constant nor a variable.
+fn has_composite_child(e: &Expr) -> bool {
+    let mut found = false;
+    argent_ir::visit::walk_expr(
+        &mut ChildKinds(|c: &Expr| {
+            found |= !matches!(
+                c.kind(),
+                ExprKind::IntImm(_) | ExprKind::FloatImm(_) | ExprKind::Var(_)
+            )
+        }),
+        e,
+    );
+    found
+}
+
+/// A visitor calling its closure on each node it is shown (used on the
+/// direct children of one node through `walk_expr`).
+struct ChildKinds<F>(F);
+
+impl<F: FnMut(&Expr)> Visitor for ChildKinds<F> {
+    fn visit_expr(&mut self, e: &Expr) {
+        (self.0)(e);
+    }
+}
+
+/// Whether `a` is the node `b` would be rebuilt as: the same kind, fields
+/// and type, with the same child nodes.
+fn shallow_same(a: &Expr, b: &Expr) -> bool {
+    use ExprKind::*;
+    if a.same_as(b) {
+        return true;
+    }
+    if a.ty() != b.ty() {
+        return false;
+    }
+    let same_all =
+        |x: &[Expr], y: &[Expr]| x.len() == y.len() && x.iter().zip(y).all(|(p, q)| p.same_as(q));
+    match (a.kind(), b.kind()) {
+        (
+            Cast {
+                value: x,
+                saturating: s,
+            },
+            Cast {
+                value: y,
+                saturating: t,
+            },
+        ) => s == t && x.same_as(y),
+        (Unary { op: o, value: x }, Unary { op: p, value: y }) => o == p && x.same_as(y),
+        (
+            Binary {
+                op: o,
+                a: x1,
+                b: x2,
+            },
+            Binary {
+                op: p,
+                a: y1,
+                b: y2,
+            },
+        ) => o == p && x1.same_as(y1) && x2.same_as(y2),
+        (
+            Select {
+                cond: c1,
+                then: t1,
+                otherwise: o1,
+            },
+            Select {
+                cond: c2,
+                then: t2,
+                otherwise: o2,
+            },
+        ) => c1.same_as(c2) && t1.same_as(t2) && o1.same_as(o2),
+        (Call { target: t, args: x }, Call { target: u, args: y }) => t == u && same_all(x, y),
+        (
+            Let {
+                name: n,
+                value: v1,
+                body: b1,
+            },
+            Let {
+                name: m,
+                value: v2,
+                body: b2,
+            },
+        ) => n == m && v1.same_as(v2) && b1.same_as(b2),
+        (
+            Load {
+                buffer: n,
+                index: x,
+            },
+            Load {
+                buffer: m,
+                index: y,
+            },
+        ) => n == m && x.same_as(y),
+        (
+            Ramp {
+                base: b1,
+                stride: s1,
+                lanes: l1,
+            },
+            Ramp {
+                base: b2,
+                stride: s2,
+                lanes: l2,
+            },
+        ) => l1 == l2 && b1.same_as(b2) && s1.same_as(s2),
+        (Broadcast { value: x, lanes: l }, Broadcast { value: y, lanes: m }) => {
+            l == m && x.same_as(y)
+        }
+        (
+            Shuffle {
+                vectors: x,
+                indices: i,
+            },
+            Shuffle {
+                vectors: y,
+                indices: j,
+            },
+        ) => i == j && same_all(x, y),
+        _ => false,
     }
 }
 
