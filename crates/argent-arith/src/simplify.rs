@@ -1315,8 +1315,10 @@ impl Simplifier {
         if ty.is_bool() {
             return Expr::binary(op, a, b);
         }
-        let mut d = linearize(&a);
-        d.add(&linearize(&b), -1);
+        // Both sides are taken apart once, for every rule below.
+        let (la, lb) = (linearize(&a), linearize(&b));
+        let mut d = la.clone();
+        d.add(&lb, -1);
         if d.is_constant() && matches!(op, BinOp::Eq | BinOp::Ne) {
             // Exact in the ring: a == b exactly when a - b == 0.
             return Expr::bool((d.constant == 0) == (op == BinOp::Eq));
@@ -1333,11 +1335,9 @@ impl Simplifier {
         if let Some(v) = decided {
             return Expr::bool(v);
         }
-        let small = if ty == Type::I32 {
-            small_difference(&a, &b)
-        } else {
-            None
-        };
+        // As `small_difference(&a, &b)`, from the forms already at hand.
+        let small =
+            (ty == Type::I32 && la.is_small() && lb.is_small() && d.is_small()).then_some(d);
         if let Some(d) = small {
             let (lo, hi) = self.const_interval(&rebuild(&d));
             let decided = match op {
@@ -1353,7 +1353,6 @@ impl Simplifier {
             }
             if matches!(op, BinOp::Lt | BinOp::Le) {
                 // Move constants to one side: x + 3 < y  ==>  x < y - 3.
-                let (la, lb) = (linearize(&a), linearize(&b));
                 if !la.is_constant() && la.constant != 0 {
                     let k = la.constant;
                     let mut na = la;
