@@ -660,6 +660,15 @@ impl Simplifier {
                 let v = self.expr(value);
                 self.unary(*op, v)
             }
+            ExprKind::Binary {
+                op: BinOp::Add | BinOp::Sub,
+                ..
+            } if e.ty().is_integer() && e.ty().is_scalar() => {
+                let l = self.linear_of(e);
+                let sum = rebuild(&l);
+                self.remember_linear(&sum, l);
+                sum
+            }
             ExprKind::Binary { op, a, b } => {
                 let (a, b) = (self.expr(a), self.expr(b));
                 self.binary(*op, a, b)
@@ -712,6 +721,52 @@ impl Simplifier {
                 Expr::shuffle(v, indices.clone())
             }
         }
+    }
+
+    /// The simplified linear form of a scalar integer expression. A whole
+    /// sum is taken apart top down and rebuilt once: simplifying it bottom
+    /// up rebuilt every partial sum, quadratic in the number of terms. The
+    /// result is the form bottom-up simplification reaches, since
+    /// `linearize(&rebuild(&l))` equals `l` and every step below is the
+    /// corresponding rule of `binary`.
+    fn linear_of(&mut self, e: &Expr) -> Linear {
+        match e.kind() {
+            ExprKind::Binary {
+                op: op @ (BinOp::Add | BinOp::Sub),
+                a,
+                b,
+            } => {
+                let mut l = self.linear_of(a);
+                let r = self.linear_of(b);
+                l.add(&r, if *op == BinOp::Add { 1 } else { -1 });
+                l
+            }
+            ExprKind::Unary {
+                op: UnaryOp::Neg,
+                value,
+            } => {
+                let mut l = self.linear_of(value);
+                l.scale(-1);
+                l
+            }
+            ExprKind::Binary {
+                op: BinOp::Mul,
+                a,
+                b,
+            } => {
+                let (a, b) = (self.expr(a), self.expr(b));
+                linearize(&self.binary(BinOp::Mul, a, b))
+            }
+            _ => linearize(&self.expr(e)),
+        }
+    }
+
+    /// Remember the linear form `sum` was rebuilt from (see `linear_memo`).
+    fn remember_linear(&mut self, sum: &Expr, l: Linear) {
+        if self.linear_memo.len() == LINEAR_MEMO_SIZE {
+            self.linear_memo.remove(0);
+        }
+        self.linear_memo.push((sum.clone(), l));
     }
 
     fn let_expr(&mut self, name: &str, value: &Expr, body: &Expr) -> Expr {
