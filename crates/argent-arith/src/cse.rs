@@ -30,7 +30,11 @@ pub fn cse(e: &Expr) -> Expr {
         return e.clone();
     }
     let mut names = NameSource::new(e);
-    let inlined = inline_lets(e);
+    let inlined = if contains_let(e) {
+        inline_lets(e)
+    } else {
+        e.clone()
+    };
     // Without lets, `inline_lets` returns the same node: nothing to count.
     let e = if inlined.same_as(e) || node_count(&inlined) <= MAX_GROWTH * node_count(e) {
         inlined
@@ -54,6 +58,27 @@ fn node_count(e: &Expr) -> usize {
     let mut c = Count(0);
     argent_ir::visit::Visitor::visit_expr(&mut c, e);
     c.0
+}
+
+/// Whether `e` has a `let` anywhere (a walk that allocates nothing, unlike
+/// rebuilding through a `Mutator`).
+fn contains_let(e: &Expr) -> bool {
+    struct Find(bool);
+    impl Visitor for Find {
+        fn visit_expr(&mut self, e: &Expr) {
+            if self.0 {
+                return;
+            }
+            if let ExprKind::Let { .. } = e.kind() {
+                self.0 = true;
+                return;
+            }
+            walk_expr(self, e);
+        }
+    }
+    let mut f = Find(false);
+    f.visit_expr(e);
+    f.0
 }
 
 /// Substitute every `let` into its body (innermost first).
@@ -276,11 +301,35 @@ impl Mutator for Replace<'_> {
     }
 }
 
+thread_local! {
+    /// Cleared tables kept for the next expression: each statement has many
+    /// expressions, and growing fresh hash tables for each cost more than
+    /// the counting itself.
+    static SPARE_TABLES: std::cell::RefCell<Vec<Table>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 fn cse_with(e: &Expr, names: &mut NameSource) -> Expr {
-    let mut table = Table::default();
+    let mut table = SPARE_TABLES
+        .with(|t| t.borrow_mut().pop())
+        .unwrap_or_default();
+    let result = cse_with_table(e, names, &mut table);
+    table.memo.clear();
+    table.buckets.clear();
+    table.entries.clear();
+    // A few tables suffice (one per nesting level of lets being processed).
+    SPARE_TABLES.with(|t| {
+        let mut t = t.borrow_mut();
+        if t.len() < 4 {
+            t.push(table);
+        }
+    });
+    result
+}
+
+fn cse_with_table(e: &Expr, names: &mut NameSource, table: &mut Table) -> Expr {
     table.count(e, false);
     let mut r = Replace {
-        table: &mut table,
+        table,
         names,
         lifted: FastHashMap::default(),
         lets: Vec::new(),
