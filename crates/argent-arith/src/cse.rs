@@ -12,10 +12,10 @@
 //! is out of bounds. The bodies of existing `let`s are processed on their
 //! own, so nothing mentioning a let-bound name escapes its scope.
 
+use crate::fast_hash::{FastHashMap, FastHasher};
 use crate::{expr_eq, vars_of};
-use argent_ir::visit::{Mutator, mutate_expr_children};
+use argent_ir::visit::{Mutator, Visitor, mutate_expr_children, walk_expr};
 use argent_ir::{BinOp, CallTarget, Expr, ExprKind, Stmt};
-use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 
 /// Eliminate common subexpressions of `e` into `let`s.
@@ -25,9 +25,18 @@ use std::hash::{Hash, Hasher};
 /// equal subexpressions written under different lets are found too; the
 /// ones still shared come back as `cse` lets.
 pub fn cse(e: &Expr) -> Expr {
+    // Leaves and their broadcasts have nothing to share.
+    if is_trivial(e) {
+        return e.clone();
+    }
     let mut names = NameSource::new(e);
-    let inlined = inline_lets(e);
-    let e = if node_count(&inlined) <= MAX_GROWTH * node_count(e) {
+    let inlined = if contains_let(e) {
+        inline_lets(e)
+    } else {
+        e.clone()
+    };
+    // Without lets, `inline_lets` returns the same node: nothing to count.
+    let e = if inlined.same_as(e) || node_count(&inlined) <= MAX_GROWTH * node_count(e) {
         inlined
     } else {
         e.clone()
@@ -49,6 +58,27 @@ fn node_count(e: &Expr) -> usize {
     let mut c = Count(0);
     argent_ir::visit::Visitor::visit_expr(&mut c, e);
     c.0
+}
+
+/// Whether `e` has a `let` anywhere (a walk that allocates nothing, unlike
+/// rebuilding through a `Mutator`).
+fn contains_let(e: &Expr) -> bool {
+    struct Find(bool);
+    impl Visitor for Find {
+        fn visit_expr(&mut self, e: &Expr) {
+            if self.0 {
+                return;
+            }
+            if let ExprKind::Let { .. } = e.kind() {
+                self.0 = true;
+                return;
+            }
+            walk_expr(self, e);
+        }
+    }
+    let mut f = Find(false);
+    f.visit_expr(e);
+    f.0
 }
 
 /// Substitute every `let` into its body (innermost first).
@@ -83,20 +113,29 @@ pub fn cse_stmt(s: &Stmt) -> Stmt {
 
 /// Fresh names that do not clash with any variable of the input.
 struct NameSource {
+    /// The input, until the first fresh name is asked for: most expressions
+    /// have nothing to share, and then their variables are never listed.
+    root: Option<Expr>,
     prefix: String,
     next: usize,
 }
 
 impl NameSource {
     fn new(e: &Expr) -> NameSource {
-        let vars = vars_of(e);
-        let mut prefix = "cse".to_string();
-        while vars.iter().any(|v| v.starts_with(&prefix)) {
-            prefix.push('_');
+        NameSource {
+            root: Some(e.clone()),
+            prefix: String::new(),
+            next: 0,
         }
-        NameSource { prefix, next: 0 }
     }
     fn fresh(&mut self) -> String {
+        if let Some(root) = self.root.take() {
+            let vars = vars_of(&root);
+            self.prefix = "cse".to_string();
+            while vars.iter().any(|v| v.starts_with(&self.prefix)) {
+                self.prefix.push('_');
+            }
+        }
         let n = format!("{}{}", self.prefix, self.next);
         self.next += 1;
         n
@@ -116,13 +155,14 @@ fn is_trivial(e: &Expr) -> bool {
     }
 }
 
-/// A structural hash, consistent with [`expr_eq`].
-fn structural_hash(e: &Expr, memo: &mut HashMap<usize, u64>) -> u64 {
+/// A structural hash, consistent with [`expr_eq`]. `memo` caches it by node
+/// address (the table holds every hashed node, so addresses stay unique).
+fn structural_hash(e: &Expr, memo: &mut FastHashMap<usize, u64>) -> u64 {
     let key = e.node() as *const _ as usize;
     if let Some(h) = memo.get(&key) {
         return *h;
     }
-    let mut h = std::collections::hash_map::DefaultHasher::new();
+    let mut h = FastHasher::default();
     e.ty().hash(&mut h);
     std::mem::discriminant(e.kind()).hash(&mut h);
     match e.kind() {
@@ -139,31 +179,29 @@ fn structural_hash(e: &Expr, memo: &mut HashMap<usize, u64>) -> u64 {
         ExprKind::Shuffle { indices, .. } => indices.hash(&mut h),
         ExprKind::Select { .. } => {}
     }
-    for c in children(e) {
-        structural_hash(&c, memo).hash(&mut h);
-    }
+    for_each_child(e, |c| structural_hash(c, memo).hash(&mut h));
     let v = h.finish();
     memo.insert(key, v);
     v
 }
 
-fn children(e: &Expr) -> Vec<Expr> {
-    let mut out = Vec::new();
-    struct Collect<'a>(&'a mut Vec<Expr>);
-    impl argent_ir::visit::Visitor for Collect<'_> {
+/// Call `f` on each direct child of `e`, in the order `walk_expr` visits
+/// them.
+fn for_each_child(e: &Expr, mut f: impl FnMut(&Expr)) {
+    struct Each<F>(F);
+    impl<F: FnMut(&Expr)> Visitor for Each<F> {
         fn visit_expr(&mut self, e: &Expr) {
-            self.0.push(e.clone());
+            (self.0)(e);
         }
     }
-    argent_ir::visit::walk_expr(&mut Collect(&mut out), e);
-    out
+    walk_expr(&mut Each(&mut f), e);
 }
 
 /// The distinct subexpressions of a tree with their occurrence counts.
 #[derive(Default)]
 struct Table {
-    memo: HashMap<usize, u64>,
-    buckets: HashMap<u64, Vec<usize>>,
+    memo: FastHashMap<usize, u64>,
+    buckets: FastHashMap<u64, Vec<usize>>,
     entries: Vec<(Expr, usize)>,
 }
 
@@ -207,11 +245,7 @@ impl Table {
                 has_load |= self.count(a, conditional);
                 has_load |= self.count(b, true);
             }
-            _ => {
-                for c in children(e) {
-                    has_load |= self.count(&c, conditional);
-                }
-            }
+            _ => for_each_child(e, |c| has_load |= self.count(c, conditional)),
         }
         if is_trivial(e) || (conditional && has_load) {
             return has_load;
@@ -233,7 +267,7 @@ struct Replace<'a> {
     table: &'a mut Table,
     names: &'a mut NameSource,
     /// Entry index -> its let name, in the order the lets are created.
-    lifted: HashMap<usize, String>,
+    lifted: FastHashMap<usize, String>,
     lets: Vec<(String, Expr)>,
 }
 
@@ -267,46 +301,123 @@ impl Mutator for Replace<'_> {
     }
 }
 
+thread_local! {
+    /// Cleared tables kept for the next expression: each statement has many
+    /// expressions, and growing fresh hash tables for each cost more than
+    /// the counting itself.
+    static SPARE_TABLES: std::cell::RefCell<Vec<Table>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 fn cse_with(e: &Expr, names: &mut NameSource) -> Expr {
-    let mut table = Table::default();
+    let mut table = SPARE_TABLES
+        .with(|t| t.borrow_mut().pop())
+        .unwrap_or_default();
+    let result = cse_with_table(e, names, &mut table);
+    table.memo.clear();
+    table.buckets.clear();
+    table.entries.clear();
+    // A few tables suffice (one per nesting level of lets being processed).
+    SPARE_TABLES.with(|t| {
+        let mut t = t.borrow_mut();
+        if t.len() < 4 {
+            t.push(table);
+        }
+    });
+    result
+}
+
+fn cse_with_table(e: &Expr, names: &mut NameSource, table: &mut Table) -> Expr {
     table.count(e, false);
     let mut r = Replace {
-        table: &mut table,
+        table,
         names,
-        lifted: HashMap::new(),
+        lifted: FastHashMap::default(),
         lets: Vec::new(),
     };
     let body = r.mutate_expr(e);
-    let mut lets = std::mem::take(&mut r.lets);
-    // A subexpression counted twice only because its parent occurred twice
-    // is used once after the parent was lifted: inline it back.
-    let mut body = body;
-    loop {
-        let mut changed = false;
-        for i in 0..lets.len() {
-            let name = lets[i].0.clone();
-            let uses: usize = lets[i + 1..]
-                .iter()
-                .map(|(_, v)| crate::count_var_uses(v, &name))
-                .sum::<usize>()
-                + crate::count_var_uses(&body, &name);
-            if uses <= 1 {
-                let value = lets[i].1.clone();
-                for (_, v) in lets[i + 1..].iter_mut() {
-                    *v = argent_ir::visit::substitute(v, &name, &value);
-                }
-                body = argent_ir::visit::substitute(&body, &name, &value);
-                lets.remove(i);
-                changed = true;
-                break;
-            }
-        }
-        if !changed {
-            break;
-        }
-    }
+    let lets = std::mem::take(&mut r.lets);
+    let (lets, mut body) = inline_single_uses(lets, body);
     for (name, value) in lets.into_iter().rev() {
         body = Expr::let_in(name, value, body);
     }
     body
+}
+
+/// Substitute back the lets (in creation order, each value using only
+/// earlier ones) that `body` and the later values use at most once: a
+/// subexpression counted twice only because its parent occurred twice is
+/// used once after the parent was lifted.
+///
+/// Uses are counted once and a let's count is final when every later let
+/// has been decided (a let used once moves its uses to its single user; an
+/// unused one takes its uses away), so one backward pass decides and one
+/// forward pass substitutes.
+fn inline_single_uses(lets: Vec<(String, Expr)>, body: Expr) -> (Vec<(String, Expr)>, Expr) {
+    if lets.is_empty() {
+        return (lets, body);
+    }
+    let index: FastHashMap<&str, usize> = lets
+        .iter()
+        .enumerate()
+        .map(|(i, (n, _))| (n.as_str(), i))
+        .collect();
+    // uses[i]: how often lets[i] is used; refs[i]: the lets lets[i]'s value
+    // uses, with repetitions.
+    let mut uses = vec![0usize; lets.len()];
+    let mut refs: Vec<Vec<usize>> = Vec::with_capacity(lets.len());
+    for (_, value) in &lets {
+        let mut r = Vec::new();
+        for_each_var(value, |n| {
+            if let Some(&j) = index.get(n) {
+                r.push(j);
+            }
+        });
+        for &j in &r {
+            uses[j] += 1;
+        }
+        refs.push(r);
+    }
+    for_each_var(&body, |n| {
+        if let Some(&j) = index.get(n) {
+            uses[j] += 1;
+        }
+    });
+    let mut inline = vec![false; lets.len()];
+    for i in (0..lets.len()).rev() {
+        if uses[i] <= 1 {
+            inline[i] = true;
+            if uses[i] == 0 {
+                for &j in &refs[i] {
+                    uses[j] -= 1;
+                }
+            }
+        }
+    }
+    drop(index);
+    let mut map = std::collections::HashMap::new();
+    let mut kept = Vec::new();
+    for ((name, value), inline) in lets.into_iter().zip(inline) {
+        let value = crate::substitute_many(&value, &map);
+        if inline {
+            map.insert(name, value);
+        } else {
+            kept.push((name, value));
+        }
+    }
+    let body = crate::substitute_many(&body, &map);
+    (kept, body)
+}
+
+/// Call `f` with the name of every variable occurrence in `e`.
+fn for_each_var(e: &Expr, f: impl FnMut(&str)) {
+    struct Vars<F>(F);
+    impl<F: FnMut(&str)> Visitor for Vars<F> {
+        fn visit_expr(&mut self, e: &Expr) {
+            if let ExprKind::Var(n) = e.kind() {
+                (self.0)(n);
+            }
+            walk_expr(self, e);
+        }
+    }
+    Vars(f).visit_expr(e);
 }

@@ -13,6 +13,7 @@
 
 pub mod cse;
 pub mod eval;
+pub mod fast_hash;
 pub mod interval;
 pub mod simplify;
 

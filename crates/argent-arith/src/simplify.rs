@@ -23,12 +23,14 @@
 //! ```
 
 use crate::eval::{self, Scalar, const_scalar, scalar_to_expr};
+use crate::fast_hash::FastHashMap;
 use crate::interval::Scope;
 use crate::{const_int, expr_binds_any, expr_cmp, expr_eq, is_const, vars_of};
 use argent_ir::visit::{Visitor, expr_uses_var, substitute, walk_expr, walk_stmt};
 use argent_ir::{BinOp, CallTarget, Expr, ExprKind, Intrinsic, Stmt, Type, UnaryOp};
+use std::cell::RefCell;
 use std::cmp::Ordering;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 /// Simplify an expression. The result has the same value for every
 /// assignment of its free variables (assuming, like Halide, that `i32`
@@ -77,10 +79,20 @@ pub fn can_prove_in_scope(e: &Expr, scope: &Scope) -> bool {
 /// Inclusive constant bounds of an integer expression.
 pub(crate) type Bounds = (i64, i64);
 
+/// The range of an integer or bool type (the whole `i64` range for floats
+/// and for unsigned values beyond it), computed with shifts: this is called
+/// for every node whose bounds are asked for.
 fn type_range(ty: Type) -> Bounds {
     let t = ty.element();
-    if t.is_integer() || t.is_bool() {
-        (t.min_value() as i64, t.max_value() as i64)
+    let bits = u32::from(t.bits);
+    if t.is_bool() {
+        (0, 1)
+    } else if t.is_int() && bits < 64 {
+        (-(1i64 << (bits - 1)), (1i64 << (bits - 1)) - 1)
+    } else if t.is_uint() && bits < 63 {
+        (0, (1i64 << bits) - 1)
+    } else if t.is_uint() {
+        (0, i64::MAX)
     } else {
         (i64::MIN, i64::MAX)
     }
@@ -311,17 +323,48 @@ fn foldable(i: Intrinsic) -> bool {
     )
 }
 
+/// What the simplifier knows about one binding of a variable.
+#[derive(Debug)]
+struct Binding {
+    /// Constant bounds of the bound value.
+    bounds: Bounds,
+    /// For a `LetStmt` whose (trivial) value is substituted into its uses
+    /// instead of being kept: the simplified value and its variables.
+    value: Option<(Expr, Vec<String>)>,
+    /// When the binding was made; a variable of `value` bound again later
+    /// (a larger `seq`) would be captured by substituting `value`.
+    seq: u64,
+    /// Whether the simplifier has met a use of the binding. A binding never
+    /// used cannot occur in the output, so its let is dropped unchecked.
+    used: bool,
+    /// Whether a use could not take `value` (it would have been captured),
+    /// so that the let must be emitted after all.
+    captured: bool,
+}
+
 #[derive(Default)]
 pub(crate) struct Simplifier {
-    /// Known constant bounds of variables (loop variables, lets), innermost
-    /// binding last.
-    bounds: HashMap<String, Vec<Bounds>>,
+    /// The bindings in scope of each variable (loop variables, lets),
+    /// innermost last.
+    env: FastHashMap<String, Vec<Binding>>,
+    /// The `seq` of the next binding.
+    next_seq: u64,
     /// The last few sums built by `int_binary`, with the linear form each
     /// was rebuilt from. Simplifying a long sum bottom up otherwise takes
     /// the already simplified left operand apart again at every `+`. An
     /// entry is taken out on use (nodes are rarely operands twice), and
     /// holding the node keeps its address from being reused.
     linear_memo: Vec<(Expr, Linear)>,
+    /// `const_interval` of composite nodes, by node address, valid while
+    /// the bindings stay the same (cleared when one is made or dropped).
+    /// Rules ask for the bounds of their operands, which are subtrees of
+    /// the result: without it, simplifying a deep tree would walk each
+    /// subtree once per ancestor. Holding the node keeps its address from
+    /// being reused.
+    interval_memo: RefCell<FastHashMap<usize, (Expr, Bounds)>>,
+    /// Results of `expr` for composite nodes, by address, under the same
+    /// rule as `interval_memo`.
+    simplify_memo: FastHashMap<usize, (Expr, Expr)>,
 }
 
 /// How many rebuilt sums `Simplifier::linear_memo` remembers: enough to
@@ -331,17 +374,98 @@ const LINEAR_MEMO_SIZE: usize = 8;
 
 impl Simplifier {
     pub(crate) fn push_bounds(&mut self, name: &str, b: Bounds) {
-        self.bounds.entry(name.to_string()).or_default().push(b);
+        self.push_binding(name, b, None);
     }
+
+    fn push_binding(&mut self, name: &str, bounds: Bounds, value: Option<(Expr, Vec<String>)>) {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.forget_intervals();
+        let binding = Binding {
+            bounds,
+            value,
+            seq,
+            used: false,
+            captured: false,
+        };
+        match self.env.get_mut(name) {
+            Some(stack) => stack.push(binding),
+            None => {
+                self.env.insert(name.to_string(), vec![binding]);
+            }
+        }
+    }
+
     pub(crate) fn pop_bounds(&mut self, name: &str) {
-        if let Some(v) = self.bounds.get_mut(name) {
-            v.pop();
+        self.pop_binding(name);
+    }
+
+    fn pop_binding(&mut self, name: &str) -> Option<Binding> {
+        self.forget_intervals();
+        self.env.get_mut(name).and_then(|v| v.pop())
+    }
+
+    /// Forget what depends on the bindings (they are about to change).
+    fn forget_intervals(&mut self) {
+        let memo = self.interval_memo.get_mut();
+        if !memo.is_empty() {
+            memo.clear();
+        }
+        if !self.simplify_memo.is_empty() {
+            self.simplify_memo.clear();
+        }
+    }
+
+    /// A use of the variable `name` (of type `ty`): its substituted value
+    /// when it has one that no binding made since would capture, else the
+    /// variable itself. Marks the binding as used.
+    fn lookup_var(&mut self, e: &Expr, name: &str) -> Expr {
+        let Some(binding) = self.env.get(name).and_then(|v| v.last()) else {
+            return e.clone();
+        };
+        let substituted = binding.value.as_ref().and_then(|(value, vars)| {
+            let captured = vars.iter().any(|u| {
+                self.env
+                    .get(u)
+                    .and_then(|v| v.last())
+                    .is_some_and(|b| b.seq > binding.seq)
+            });
+            (!captured).then(|| value.clone())
+        });
+        let binding = self
+            .env
+            .get_mut(name)
+            .and_then(|v| v.last_mut())
+            .expect("looked up above");
+        binding.used = true;
+        match substituted {
+            Some(value) => value,
+            None => {
+                binding.captured |= binding.value.is_some();
+                e.clone()
+            }
         }
     }
 
     /// Constant bounds of an integer expression, exact under wrapping: a
     /// result that would leave the type's range gives the whole range.
     pub(crate) fn const_interval(&self, e: &Expr) -> Bounds {
+        if matches!(
+            e.kind(),
+            ExprKind::IntImm(_) | ExprKind::FloatImm(_) | ExprKind::Var(_)
+        ) {
+            return self.const_interval_uncached(e);
+        }
+        let key = e.node() as *const _ as usize;
+        if let Some((_, b)) = self.interval_memo.borrow().get(&key) {
+            return *b;
+        }
+        let b = self.const_interval_uncached(e);
+        self.interval_memo.borrow_mut().insert(key, (e.clone(), b));
+        b
+    }
+
+    fn const_interval_uncached(&self, e: &Expr) -> Bounds {
         let ty = e.ty();
         let full = type_range(ty);
         if !(ty.is_integer() || ty.is_bool()) {
@@ -356,8 +480,10 @@ impl Simplifier {
         };
         match e.kind() {
             ExprKind::IntImm(v) => (*v, *v),
-            ExprKind::Var(n) => match self.bounds.get(n).and_then(|v| v.last()) {
-                Some(&(lo, hi)) => (lo.max(full.0), hi.min(full.1)),
+            ExprKind::Var(n) => match self.env.get(n).and_then(|v| v.last()) {
+                Some(&Binding {
+                    bounds: (lo, hi), ..
+                }) => (lo.max(full.0), hi.min(full.1)),
                 None => full,
             },
             ExprKind::Broadcast { value, .. } => self.const_interval(value),
@@ -469,10 +595,55 @@ impl Simplifier {
 
     // ---- expressions --------------------------------------------------------
 
+    /// Simplify `e`. Composite nodes are remembered by address while the
+    /// bindings stay the same, so a subtree shared by several parents (as
+    /// unrolling and vectorization leave them) is simplified once and stays
+    /// shared; a node the rules leave as it was is returned itself rather
+    /// than rebuilt, so unchanged parts of the input are not copied.
     pub(crate) fn expr(&mut self, e: &Expr) -> Expr {
+        if matches!(
+            e.kind(),
+            ExprKind::IntImm(_) | ExprKind::FloatImm(_) | ExprKind::Var(_)
+        ) {
+            return self.expr_node(e);
+        }
+        // Nodes over leaves only are cheaper to simplify again than to
+        // remember.
+        if !has_composite_child(e) {
+            let r = self.expr_node(e);
+            return self.keep_unchanged(e, r);
+        }
+        let key = e.node() as *const _ as usize;
+        if let Some((_, r)) = self.simplify_memo.get(&key) {
+            return r.clone();
+        }
+        let r = self.expr_node(e);
+        let r = self.keep_unchanged(e, r);
+        self.simplify_memo.insert(key, (e.clone(), r.clone()));
+        r
+    }
+
+    /// `e` itself when the rules rebuilt it as it was, else `r`. A sum
+    /// remembered in `linear_memo` is then remembered under `e`, so that
+    /// the next `+` of a chain still finds its linear form.
+    fn keep_unchanged(&mut self, e: &Expr, r: Expr) -> Expr {
+        if r.same_as(e) || !shallow_same(&r, e) {
+            return r;
+        }
+        if let Some(entry) = self.linear_memo.iter_mut().find(|(x, _)| x.same_as(&r)) {
+            entry.0 = e.clone();
+        }
+        e.clone()
+    }
+
+    fn expr_node(&mut self, e: &Expr) -> Expr {
         match e.kind() {
             ExprKind::IntImm(_) | ExprKind::FloatImm(_) => e.clone(),
-            ExprKind::Var(_) => {
+            ExprKind::Var(n) => {
+                let e = &self.lookup_var(e, n);
+                if !matches!(e.kind(), ExprKind::Var(_)) {
+                    return e.clone();
+                }
                 if e.ty().is_integer() {
                     let (lo, hi) = self.const_interval(e);
                     if lo == hi {
@@ -488,6 +659,15 @@ impl Simplifier {
             ExprKind::Unary { op, value } => {
                 let v = self.expr(value);
                 self.unary(*op, v)
+            }
+            ExprKind::Binary {
+                op: BinOp::Add | BinOp::Sub,
+                ..
+            } if e.ty().is_integer() && e.ty().is_scalar() => {
+                let l = self.linear_of(e);
+                let sum = rebuild(&l);
+                self.remember_linear(&sum, l);
+                sum
             }
             ExprKind::Binary { op, a, b } => {
                 let (a, b) = (self.expr(a), self.expr(b));
@@ -541,6 +721,52 @@ impl Simplifier {
                 Expr::shuffle(v, indices.clone())
             }
         }
+    }
+
+    /// The simplified linear form of a scalar integer expression. A whole
+    /// sum is taken apart top down and rebuilt once: simplifying it bottom
+    /// up rebuilt every partial sum, quadratic in the number of terms. The
+    /// result is the form bottom-up simplification reaches, since
+    /// `linearize(&rebuild(&l))` equals `l` and every step below is the
+    /// corresponding rule of `binary`.
+    fn linear_of(&mut self, e: &Expr) -> Linear {
+        match e.kind() {
+            ExprKind::Binary {
+                op: op @ (BinOp::Add | BinOp::Sub),
+                a,
+                b,
+            } => {
+                let mut l = self.linear_of(a);
+                let r = self.linear_of(b);
+                l.add(&r, if *op == BinOp::Add { 1 } else { -1 });
+                l
+            }
+            ExprKind::Unary {
+                op: UnaryOp::Neg,
+                value,
+            } => {
+                let mut l = self.linear_of(value);
+                l.scale(-1);
+                l
+            }
+            ExprKind::Binary {
+                op: BinOp::Mul,
+                a,
+                b,
+            } => {
+                let (a, b) = (self.expr(a), self.expr(b));
+                linearize(&self.binary(BinOp::Mul, a, b))
+            }
+            _ => linearize(&self.expr(e)),
+        }
+    }
+
+    /// Remember the linear form `sum` was rebuilt from (see `linear_memo`).
+    fn remember_linear(&mut self, sum: &Expr, l: Linear) {
+        if self.linear_memo.len() == LINEAR_MEMO_SIZE {
+            self.linear_memo.remove(0);
+        }
+        self.linear_memo.push((sum.clone(), l));
     }
 
     fn let_expr(&mut self, name: &str, value: &Expr, body: &Expr) -> Expr {
@@ -1144,8 +1370,10 @@ impl Simplifier {
         if ty.is_bool() {
             return Expr::binary(op, a, b);
         }
-        let mut d = linearize(&a);
-        d.add(&linearize(&b), -1);
+        // Both sides are taken apart once, for every rule below.
+        let (la, lb) = (linearize(&a), linearize(&b));
+        let mut d = la.clone();
+        d.add(&lb, -1);
         if d.is_constant() && matches!(op, BinOp::Eq | BinOp::Ne) {
             // Exact in the ring: a == b exactly when a - b == 0.
             return Expr::bool((d.constant == 0) == (op == BinOp::Eq));
@@ -1162,11 +1390,9 @@ impl Simplifier {
         if let Some(v) = decided {
             return Expr::bool(v);
         }
-        let small = if ty == Type::I32 {
-            small_difference(&a, &b)
-        } else {
-            None
-        };
+        // As `small_difference(&a, &b)`, from the forms already at hand.
+        let small =
+            (ty == Type::I32 && la.is_small() && lb.is_small() && d.is_small()).then_some(d);
         if let Some(d) = small {
             let (lo, hi) = self.const_interval(&rebuild(&d));
             let decided = match op {
@@ -1182,7 +1408,6 @@ impl Simplifier {
             }
             if matches!(op, BinOp::Lt | BinOp::Le) {
                 // Move constants to one side: x + 3 < y  ==>  x < y - 3.
-                let (la, lb) = (linearize(&a), linearize(&b));
                 if !la.is_constant() && la.constant != 0 {
                     let k = la.constant;
                     let mut na = la;
@@ -1211,58 +1436,61 @@ impl Simplifier {
 
     // ---- statements ---------------------------------------------------------
 
-    /// A chain of directly nested `LetStmt`s at once: trivial values are
-    /// substituted into the rest in one pass (not one pass per let, which
-    /// is quadratic on the long chains of bounds lets lowering produces),
-    /// the others are kept, and kept lets nothing uses are dropped.
+    /// A chain of directly nested `LetStmt`s at once. Trivial values are
+    /// not kept but bound as values that uses of the name take (see
+    /// [`Simplifier::lookup_var`]), so the rest is simplified once with
+    /// them substituted, rather than substituted and walked once per chain
+    /// (quadratic in the nesting depth of the chains lowering produces). A
+    /// value that would be captured by a binding below stays a `let`, and
+    /// kept lets nothing uses are dropped.
     fn let_chain(&mut self, s: &Stmt) -> Stmt {
-        let mut pending: HashMap<String, Expr> = HashMap::new();
-        let mut kept: Vec<(String, Expr)> = Vec::new();
-        let mut bound_below: Option<HashSet<String>> = None;
+        // The chain's lets in order, and whether each was substituted.
+        let mut chain: Vec<(String, Expr, bool)> = Vec::new();
         let mut cur = s;
         while let Stmt::LetStmt { name, value, body } = cur {
-            // Rebinding a name the chain already handles ends the chain;
-            // the rest is simplified as a chain of its own.
-            if pending.contains_key(name)
-                || kept.iter().any(|(k, _)| k == name)
-                || pending.values().any(|v| expr_uses_var(v, name))
-            {
-                break;
-            }
-            let v = self.expr(&crate::substitute_many(value, &pending));
-            if is_trivial(&v) || is_small_affine(&v, 3) {
-                // Substituting is safe unless something below rebinds a
-                // variable of the value (the whole body's binders are a
-                // conservative superset).
-                let below = bound_below.get_or_insert_with(|| bound_names(body));
-                if vars_of(&v).iter().all(|n| !below.contains(n)) {
-                    pending.insert(name.clone(), v);
-                    cur = body;
-                    continue;
-                }
-            }
+            let v = self.expr(value);
             let bounds = if v.ty().is_integer() {
                 self.const_interval(&v)
             } else {
                 (i64::MIN, i64::MAX)
             };
-            self.push_bounds(name, bounds);
-            kept.push((name.clone(), v));
+            // A value mentioning the name it is bound to (`let x = x + 1`)
+            // is kept: were the let emitted after all (see below), the
+            // substituted copies would be captured by it.
+            let value = (is_trivial(&v) || is_small_affine(&v, 3))
+                .then(|| vars_of(&v))
+                .filter(|vars| !vars.iter().any(|u| u == name))
+                .map(|vars| (v.clone(), vars));
+            let substituted = value.is_some();
+            self.push_binding(name, bounds, value);
+            chain.push((name.clone(), v, substituted));
             cur = body;
         }
-        let rest = if pending.is_empty() {
-            self.stmt(cur)
-        } else {
-            self.stmt(&crate::substitute_many_stmt(cur, &pending))
-        };
-        for (name, _) in kept.iter().rev() {
-            self.pop_bounds(name);
+        let rest = self.stmt(cur);
+        // Pop the bindings innermost first, keeping the lets something may
+        // use: a kept let met during simplification, or a substituted one
+        // with a captured use.
+        let mut maybe_used: Vec<bool> = Vec::with_capacity(chain.len());
+        for (name, _, _) in chain.iter().rev() {
+            let b = self.pop_binding(name).expect("pushed above");
+            maybe_used.push(if b.value.is_some() {
+                b.captured
+            } else {
+                b.used
+            });
         }
-        let mut used = used_names(&rest);
+        maybe_used.reverse();
+        let candidates: Vec<&str> = chain
+            .iter()
+            .zip(&maybe_used)
+            .filter(|(_, m)| **m)
+            .map(|((n, _, _), _)| n.as_str())
+            .collect();
+        let mut live = names_used_in(&rest, &candidates);
         let mut out = rest;
-        for (name, value) in kept.into_iter().rev() {
-            if used.contains(&name) {
-                used.extend(vars_of(&value));
+        for ((name, value, _), maybe) in chain.into_iter().zip(maybe_used).rev() {
+            if maybe && live.remove(&name) {
+                live.extend(vars_of(&value));
                 out = Stmt::LetStmt {
                     name,
                     value,
@@ -1456,6 +1684,131 @@ impl Simplifier {
     }
 }
 
+/// Whether some child of `e` is neither a constant nor a variable.
+fn has_composite_child(e: &Expr) -> bool {
+    let mut found = false;
+    argent_ir::visit::walk_expr(
+        &mut ChildKinds(|c: &Expr| {
+            found |= !matches!(
+                c.kind(),
+                ExprKind::IntImm(_) | ExprKind::FloatImm(_) | ExprKind::Var(_)
+            )
+        }),
+        e,
+    );
+    found
+}
+
+/// A visitor calling its closure on each node it is shown (used on the
+/// direct children of one node through `walk_expr`).
+struct ChildKinds<F>(F);
+
+impl<F: FnMut(&Expr)> Visitor for ChildKinds<F> {
+    fn visit_expr(&mut self, e: &Expr) {
+        (self.0)(e);
+    }
+}
+
+/// Whether `a` is the node `b` would be rebuilt as: the same kind, fields
+/// and type, with the same child nodes.
+fn shallow_same(a: &Expr, b: &Expr) -> bool {
+    use ExprKind::*;
+    if a.same_as(b) {
+        return true;
+    }
+    if a.ty() != b.ty() {
+        return false;
+    }
+    let same_all =
+        |x: &[Expr], y: &[Expr]| x.len() == y.len() && x.iter().zip(y).all(|(p, q)| p.same_as(q));
+    match (a.kind(), b.kind()) {
+        (
+            Cast {
+                value: x,
+                saturating: s,
+            },
+            Cast {
+                value: y,
+                saturating: t,
+            },
+        ) => s == t && x.same_as(y),
+        (Unary { op: o, value: x }, Unary { op: p, value: y }) => o == p && x.same_as(y),
+        (
+            Binary {
+                op: o,
+                a: x1,
+                b: x2,
+            },
+            Binary {
+                op: p,
+                a: y1,
+                b: y2,
+            },
+        ) => o == p && x1.same_as(y1) && x2.same_as(y2),
+        (
+            Select {
+                cond: c1,
+                then: t1,
+                otherwise: o1,
+            },
+            Select {
+                cond: c2,
+                then: t2,
+                otherwise: o2,
+            },
+        ) => c1.same_as(c2) && t1.same_as(t2) && o1.same_as(o2),
+        (Call { target: t, args: x }, Call { target: u, args: y }) => t == u && same_all(x, y),
+        (
+            Let {
+                name: n,
+                value: v1,
+                body: b1,
+            },
+            Let {
+                name: m,
+                value: v2,
+                body: b2,
+            },
+        ) => n == m && v1.same_as(v2) && b1.same_as(b2),
+        (
+            Load {
+                buffer: n,
+                index: x,
+            },
+            Load {
+                buffer: m,
+                index: y,
+            },
+        ) => n == m && x.same_as(y),
+        (
+            Ramp {
+                base: b1,
+                stride: s1,
+                lanes: l1,
+            },
+            Ramp {
+                base: b2,
+                stride: s2,
+                lanes: l2,
+            },
+        ) => l1 == l2 && b1.same_as(b2) && s1.same_as(s2),
+        (Broadcast { value: x, lanes: l }, Broadcast { value: y, lanes: m }) => {
+            l == m && x.same_as(y)
+        }
+        (
+            Shuffle {
+                vectors: x,
+                indices: i,
+            },
+            Shuffle {
+                vectors: y,
+                indices: j,
+            },
+        ) => i == j && same_all(x, y),
+        _ => false,
+    }
+}
+
 /// Values cheap enough to copy into every use. Ramps with a constant
 /// stride count too, whatever their base: substituted, loads and stores
 /// indexed by them are visibly dense (CSE lifts a shared base again).
@@ -1504,40 +1857,57 @@ fn count_uses(e: &Expr, name: &str) -> usize {
     crate::count_var_uses(e, name)
 }
 
-/// Every name a statement binds (`LetStmt`, `For`, expression `Let`).
-fn bound_names(s: &Stmt) -> HashSet<String> {
-    struct Names(HashSet<String>);
-    impl Visitor for Names {
+/// Which of `names` a statement mentions; the walk stops as soon as it
+/// has found them all (usually early: lets are used near their binding).
+fn names_used_in(s: &Stmt, names: &[&str]) -> HashSet<String> {
+    struct Names<'a> {
+        wanted: &'a [&'a str],
+        found: HashSet<String>,
+    }
+    impl Visitor for Names<'_> {
         fn visit_expr(&mut self, e: &Expr) {
-            if let ExprKind::Let { name, .. } = e.kind() {
-                self.0.insert(name.clone());
+            if self.found.len() == self.wanted.len() {
+                return;
+            }
+            if let ExprKind::Var(n) = e.kind()
+                && self.wanted.contains(&n.as_str())
+                && !self.found.contains(n)
+            {
+                self.found.insert(n.clone());
             }
             walk_expr(self, e);
         }
         fn visit_stmt(&mut self, s: &Stmt) {
-            if let Stmt::LetStmt { name, .. } | Stmt::For { var: name, .. } = s {
-                self.0.insert(name.clone());
+            if self.found.len() < self.wanted.len() {
+                walk_stmt(self, s);
             }
-            walk_stmt(self, s);
         }
     }
-    let mut n = Names(HashSet::new());
+    let mut wanted: Vec<&str> = names.to_vec();
+    wanted.sort_unstable();
+    wanted.dedup();
+    let mut n = Names {
+        wanted: &wanted,
+        found: HashSet::new(),
+    };
     n.visit_stmt(s);
-    n.0
+    n.found
 }
 
-/// Every variable name a statement mentions.
-fn used_names(s: &Stmt) -> HashSet<String> {
-    struct Names(HashSet<String>);
-    impl Visitor for Names {
-        fn visit_expr(&mut self, e: &Expr) {
-            if let ExprKind::Var(n) = e.kind() {
-                self.0.insert(n.clone());
-            }
-            walk_expr(self, e);
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn type_range_matches_the_types_own_limits() {
+        for ty in Type::ALL_SCALAR {
+            let expected = if ty.is_integer() || ty.is_bool() {
+                (ty.min_value() as i64, ty.max_value() as i64)
+            } else {
+                (i64::MIN, i64::MAX)
+            };
+            assert_eq!(type_range(ty), expected, "{ty}");
+            assert_eq!(type_range(ty.with_lanes(4)), expected, "{ty} x 4");
         }
     }
-    let mut n = Names(HashSet::new());
-    n.visit_stmt(s);
-    n.0
 }
