@@ -14,6 +14,14 @@
 //! Partitioning never changes results: the prologue and epilogue keep the
 //! original body.
 //!
+//! A loop with inner (serial or parallel) loops is not split: splitting
+//! would copy its whole body, every stage computed inside it, into the
+//! prologue and epilogue, while its own choices run once per iteration.
+//! Only choices inside its inner loops count, and each innermost
+//! statement holding one is versioned instead, in place:
+//! `if (x.steady.min <= x && x < x.steady.end) { steady form } else {
+//! original }`, a branch per iteration of the outer loops.
+//!
 //! ```text
 //! for (x, 0, w) {                           let x.steady.min = min(1, w)
 //!   f[x] = in[max(min(likely(x - 1),        let x.steady.end = max(min(w, in.extent.0 + 1), x.steady.min)
@@ -93,6 +101,12 @@ impl Partitioner {
         let mut steady = Steady {
             var,
             inner_names: names_bound_in(body),
+            only_inside_loops: false,
+            versioning: false,
+            in_leaf: false,
+            dependent: HashMap::new(),
+            let_dependent: Vec::new(),
+            loop_dependent: Vec::new(),
             lets: Vec::new(),
             loops: Vec::new(),
             lower: Vec::new(),
@@ -108,12 +122,7 @@ impl Partitioner {
             .enclosing
             .clone()
             .with(var.clone(), Interval::new(min.clone(), last.clone()));
-        let steady_body = Prover {
-            facts: &steady.facts,
-            lets: Vec::new(),
-            scope,
-        }
-        .mutate_stmt(&steady_body);
+        let steady_body = Prover::new(&steady.facts, scope).mutate_stmt(&steady_body);
         let every_lane_steady = steady
             .lower
             .iter()
@@ -139,6 +148,72 @@ impl Partitioner {
             otherwise: Some(Box::new(s.clone())),
         })
     }
+}
+
+/// `var.steady.min <= var && var < var.steady.end`: the condition of a
+/// statement versioned on the steady state of loop `var`.
+fn version_cond(var: &str) -> Expr {
+    let v = Expr::var_i32(var);
+    Expr::and(
+        Expr::le(Expr::var_i32(format!("{var}.steady.min")), v.clone()),
+        Expr::lt(v, Expr::var_i32(format!("{var}.steady.end"))),
+    )
+}
+
+/// The loop variable of a [`version_cond`].
+fn version_var(cond: &Expr) -> Option<&str> {
+    let ExprKind::Binary {
+        op: BinOp::And,
+        a,
+        b,
+    } = cond.kind()
+    else {
+        return None;
+    };
+    let (
+        ExprKind::Binary {
+            op: BinOp::Le,
+            a: lo,
+            b: v1,
+        },
+        ExprKind::Binary {
+            op: BinOp::Lt,
+            a: v2,
+            b: hi,
+        },
+    ) = (a.kind(), b.kind())
+    else {
+        return None;
+    };
+    let var = v1.as_var()?;
+    (v2.as_var() == Some(var)
+        && lo.as_var() == Some(format!("{var}.steady.min").as_str())
+        && hi.as_var() == Some(format!("{var}.steady.end").as_str()))
+    .then_some(var)
+}
+
+/// Whether `s` contains a serial or parallel loop outside vectorised and
+/// unrolled loops (those become straight-line code: a branch inside them
+/// would run for every vector).
+fn has_loop(s: &Stmt) -> bool {
+    struct Find(bool);
+    impl Visitor for Find {
+        fn visit_expr(&mut self, _: &Expr) {}
+        fn visit_stmt(&mut self, s: &Stmt) {
+            match s {
+                Stmt::For {
+                    kind: ForKind::Serial | ForKind::Parallel,
+                    ..
+                } => self.0 = true,
+                // A loop inside a vectorised one runs per vector.
+                Stmt::For { .. } => {}
+                _ => walk_stmt(self, s),
+            }
+        }
+    }
+    let mut find = Find(false);
+    find.visit_stmt(s);
+    find.0
 }
 
 /// Whether `s` has an `if (likely(..))`: the guard of a split loop, which
@@ -189,6 +264,26 @@ impl Partitioner {
     /// Partitions `s` when it is a loop with boundary cases; recurses
     /// into it otherwise.
     fn partition(&mut self, s: &Stmt) -> Stmt {
+        if let Stmt::IfThenElse {
+            cond,
+            then,
+            otherwise: Some(otherwise),
+        } = s
+            && version_var(cond).is_some()
+        {
+            // The original form runs only at the boundary: like a
+            // prologue, it gets guarded vector copies only.
+            let otherwise = Partitioner {
+                vector_guards_only: true,
+                enclosing: self.enclosing.clone(),
+            }
+            .mutate_stmt(otherwise);
+            return Stmt::IfThenElse {
+                cond: cond.clone(),
+                then: Box::new(self.mutate_stmt(then)),
+                otherwise: Some(Box::new(otherwise)),
+            };
+        }
         if let Some(guarded) = self.guard_vector_loop(s) {
             return guarded;
         }
@@ -208,6 +303,12 @@ impl Partitioner {
         let mut steady = Steady {
             var,
             inner_names: names_bound_in(body),
+            only_inside_loops: has_loop(body),
+            versioning: has_loop(body),
+            in_leaf: false,
+            dependent: HashMap::new(),
+            let_dependent: Vec::new(),
+            loop_dependent: Vec::new(),
             lets: Vec::new(),
             loops: Vec::new(),
             lower: Vec::new(),
@@ -223,24 +324,17 @@ impl Partitioner {
             Expr::i32(1),
         ));
         let scope = Scope::new().with(var.clone(), Interval::new(min.clone(), last));
-        let steady_body = Prover {
-            facts: &steady.facts,
-            lets: Vec::new(),
-            scope,
+        let mut prover = Prover::new(&steady.facts, scope);
+        if steady.versioning {
+            prover.versioned = Some(var);
         }
-        .mutate_stmt(&steady_body);
+        let steady_body = prover.mutate_stmt(&steady_body);
         // Outer loops first: the steady state's body is partitioned
         // afterwards (on conditions of inner loop variables). The prologue
         // and epilogue keep the original body: they are short, and
         // partitioning them too would multiply the code by three per
         // nesting level; only their vectorised loops get a guarded
         // steady-state copy.
-        let body = Partitioner {
-            vector_guards_only: true,
-            enclosing: self.enclosing.clone(),
-        }
-        .mutate_stmt(body);
-        let steady_body = self.mutate_stmt(&steady_body);
         let end = simplify(&Expr::add(min.clone(), extent.clone()));
         let lo = steady
             .lower
@@ -256,6 +350,35 @@ impl Partitioner {
             Expr::var_i32(hi_name.clone()),
         );
         let hi = simplify(&Expr::max(Expr::min(hi, end.clone()), lo_var.clone()));
+        if steady.versioning {
+            // One loop whose innermost statements with boundary cases each
+            // choose between their steady state and their original form:
+            // a loop with inner loops would otherwise copy its whole body
+            // (every stage computed inside it) into a prologue and an
+            // epilogue, for a branch per iteration saved.
+            let body = self.mutate_stmt(&steady_body);
+            return Stmt::LetStmt {
+                name: lo_name,
+                value: lo,
+                body: Box::new(Stmt::LetStmt {
+                    name: hi_name,
+                    value: hi,
+                    body: Box::new(Stmt::For {
+                        var: var.clone(),
+                        min: min.clone(),
+                        extent: extent.clone(),
+                        kind: *kind,
+                        body: Box::new(body),
+                    }),
+                }),
+            };
+        }
+        let body = Partitioner {
+            vector_guards_only: true,
+            enclosing: self.enclosing.clone(),
+        }
+        .mutate_stmt(body);
+        let steady_body = self.mutate_stmt(&steady_body);
         let piece = |from: &Expr, to: &Expr, body: Stmt| Stmt::For {
             var: var.clone(),
             min: from.clone(),
@@ -472,6 +595,26 @@ struct Steady<'a> {
     var: &'a str,
     /// Names bound inside the loop body: a bound mentioning one is useless.
     inner_names: HashSet<String>,
+    /// Only choices inside inner loops count (the loop has inner loops).
+    /// A choice evaluated once per iteration of an outer loop (the bounds
+    /// of a sliding window's producer loops, the guard of a row) costs
+    /// next to nothing, while partitioning on it would copy the whole
+    /// body, every stage computed inside, into a prologue and epilogue.
+    only_inside_loops: bool,
+    /// Build the steady state as versions of the innermost statements
+    /// (see [`Partitioner::partition`]) rather than as a whole body.
+    versioning: bool,
+    /// Inside the innermost statement being versioned.
+    in_leaf: bool,
+    /// The lets and inner loop variables in scope whose values depend on
+    /// the loop variable (with how many bindings of each name do): a
+    /// condition mentioning none of them and not the variable itself
+    /// cannot bound the steady state, and is dismissed without
+    /// substituting and simplifying it.
+    dependent: HashMap<String, usize>,
+    /// For each entry of `lets` and of `loops`, whether it is dependent.
+    let_dependent: Vec<bool>,
+    loop_dependent: Vec<bool>,
     /// Lets enclosing the current point inside the body, outermost first.
     lets: Vec<(String, Expr)>,
     /// Loops enclosing the current point inside the body: (var, min, extent).
@@ -494,9 +637,89 @@ struct Prover<'a> {
     lets: Vec<(String, Expr)>,
     /// Ranges of the partitioned loop's variable and of the loops inside.
     scope: Scope,
+    /// The names `scope` binds, with how many times each is bound (a
+    /// quick test of whether an expression depends on a loop).
+    loop_names: HashMap<String, usize>,
+    /// How many of `lets` mention a loop variable, and for each let
+    /// whether it does: computed once when the let is entered rather
+    /// than for every `min`/`max` inside it.
+    loop_dependent_lets: usize,
+    let_depends_on_loop: Vec<bool>,
+    /// When the steady state is versioned on this loop variable, only the
+    /// steady versions are rewritten (everything else also runs outside
+    /// the steady state).
+    versioned: Option<&'a str>,
+    /// Inside the steady version of a statement.
+    in_version: bool,
 }
 
-impl Prover<'_> {
+impl<'a> Prover<'a> {
+    fn new(facts: &'a [Expr], scope: Scope) -> Prover<'a> {
+        let mut loop_names = HashMap::new();
+        for (name, _) in scope.iter() {
+            *loop_names.entry(name.to_string()).or_insert(0) += 1;
+        }
+        Prover {
+            facts,
+            lets: Vec::new(),
+            scope,
+            loop_names,
+            loop_dependent_lets: 0,
+            let_depends_on_loop: Vec::new(),
+            versioned: None,
+            in_version: false,
+        }
+    }
+
+    /// Whether `e` mentions a variable of the loops in scope.
+    fn mentions_loop(&self, e: &Expr) -> bool {
+        struct Find<'n>(&'n HashMap<String, usize>, bool);
+        impl Visitor for Find<'_> {
+            fn visit_expr(&mut self, e: &Expr) {
+                if self.1 {
+                    return;
+                }
+                if let ExprKind::Var(n) = e.kind() {
+                    self.1 = self.0.contains_key(n);
+                } else {
+                    walk_expr(self, e);
+                }
+            }
+        }
+        let mut find = Find(&self.loop_names, false);
+        find.visit_expr(e);
+        find.1
+    }
+
+    fn push_let(&mut self, name: &str, value: &Expr) {
+        let depends = self.mentions_loop(value);
+        self.loop_dependent_lets += usize::from(depends);
+        self.let_depends_on_loop.push(depends);
+        self.lets.push((name.to_string(), value.clone()));
+    }
+
+    fn pop_let(&mut self) {
+        self.lets.pop();
+        if self.let_depends_on_loop.pop() == Some(true) {
+            self.loop_dependent_lets -= 1;
+        }
+    }
+
+    fn push_loop(&mut self, name: &str, interval: Interval) {
+        self.scope.push(name.to_string(), interval);
+        *self.loop_names.entry(name.to_string()).or_insert(0) += 1;
+    }
+
+    fn pop_loop(&mut self, name: &str) {
+        self.scope.pop(name);
+        if let Some(count) = self.loop_names.get_mut(name) {
+            *count -= 1;
+            if *count == 0 {
+                self.loop_names.remove(name);
+            }
+        }
+    }
+
     /// Whether `a <= b` follows from a fact `d <= 0` with `a - b - d`
     /// a non-positive constant.
     fn proves_le(&self, a: &Expr, b: &Expr) -> bool {
@@ -506,11 +729,8 @@ impl Prover<'_> {
         // Only choices that depend on a loop variable can be decided by
         // the facts or the loop ranges (this keeps the pass cheap on
         // min/max-heavy code such as sorting networks).
-        let mentions_loop = |e: &Expr| self.scope.iter().any(|(v, _)| expr_uses_var(e, v));
-        // The lets are scanned last, and only when needed: they can be many
-        // and long, while `a` or `b` usually settles the question.
-        let lets_mention_loop = || self.lets.iter().any(|(_, v)| mentions_loop(v));
-        if !mentions_loop(a) && !mentions_loop(b) && !lets_mention_loop() {
+        let mentions_loop = |e: &Expr| self.mentions_loop(e);
+        if !mentions_loop(a) && !mentions_loop(b) && self.loop_dependent_lets == 0 {
             return false;
         }
         let Some(diff) = substitute_lets(&self.lets, &Expr::sub(a.clone(), b.clone())) else {
@@ -542,12 +762,15 @@ impl Prover<'_> {
 
 impl Mutator for Prover<'_> {
     fn mutate_expr(&mut self, e: &Expr) -> Expr {
+        if self.versioned.is_some() && !self.in_version {
+            return e.clone();
+        }
         let e = match e.kind() {
             ExprKind::Let { name, value, body } => {
                 let v = self.mutate_expr(value);
-                self.lets.push((name.clone(), v.clone()));
+                self.push_let(name, &v);
                 let b = self.mutate_expr(body);
-                self.lets.pop();
+                self.pop_let();
                 return Expr::let_in(name.clone(), v, b);
             }
             _ => mutate_expr_children(self, e),
@@ -576,12 +799,29 @@ impl Mutator for Prover<'_> {
     }
 
     fn mutate_stmt(&mut self, s: &Stmt) -> Stmt {
+        if let (Some(var), false) = (self.versioned, self.in_version)
+            && let Stmt::IfThenElse {
+                cond,
+                then,
+                otherwise,
+            } = s
+            && version_var(cond) == Some(var)
+        {
+            self.in_version = true;
+            let then = self.mutate_stmt(then);
+            self.in_version = false;
+            return Stmt::IfThenElse {
+                cond: cond.clone(),
+                then: Box::new(then),
+                otherwise: otherwise.clone(),
+            };
+        }
         match s {
             Stmt::LetStmt { name, value, body } => {
                 let v = self.mutate_expr(value);
-                self.lets.push((name.clone(), v.clone()));
+                self.push_let(name, &v);
                 let b = self.mutate_stmt(body);
-                self.lets.pop();
+                self.pop_let();
                 Stmt::LetStmt {
                     name: name.clone(),
                     value: v,
@@ -599,15 +839,15 @@ impl Mutator for Prover<'_> {
                     Expr::add(min.clone(), extent.clone()),
                     Expr::i32(1),
                 ));
-                self.scope.push(
-                    var.clone(),
+                self.push_loop(
+                    var,
                     Interval {
                         min: Some(min.clone()),
                         max: Some(last),
                     },
                 );
                 let b = self.mutate_stmt(body);
-                self.scope.pop(var);
+                self.pop_loop(var);
                 Stmt::For {
                     var: var.clone(),
                     min: min.clone(),
@@ -676,6 +916,9 @@ impl Steady<'_> {
     }
 
     fn solve_nonpositive(&self, d: &Expr) -> Option<Solution> {
+        if !self.depends_on_var(d) {
+            return None;
+        }
         let mut d = simplify(&self.substitute_lets(d)?);
         if !argent_ir::visit::expr_uses_var(&d, self.var) {
             return None;
@@ -795,7 +1038,163 @@ impl Steady<'_> {
         }
     }
 
+    /// `s` with each innermost statement (a loop without inner loops or
+    /// any statement other than a block, a `let`, a produce/consume mark,
+    /// an allocation or a loop around loops) that has a boundary case
+    /// versioned: `if (steady) { steady form } else { original }`. The
+    /// statements around them are kept as they are (and their
+    /// expressions untouched: they also run outside the steady state).
+    fn version(&mut self, s: &Stmt) -> Stmt {
+        match s {
+            Stmt::Block(v) => Stmt::Block(v.iter().map(|s| self.version(s)).collect()),
+            Stmt::LetStmt { name, value, body } => {
+                self.push_let(name, value);
+                let body = self.version(body);
+                self.pop_let();
+                Stmt::LetStmt {
+                    name: name.clone(),
+                    value: value.clone(),
+                    body: Box::new(body),
+                }
+            }
+            Stmt::ProducerConsumer {
+                func,
+                producing,
+                body,
+            } => Stmt::ProducerConsumer {
+                func: func.clone(),
+                producing: *producing,
+                body: Box::new(self.version(body)),
+            },
+            Stmt::Realize {
+                func,
+                ty,
+                bounds,
+                body,
+            } => Stmt::Realize {
+                func: func.clone(),
+                ty: *ty,
+                bounds: bounds.clone(),
+                body: Box::new(self.version(body)),
+            },
+            Stmt::Allocate {
+                buffer,
+                ty,
+                size,
+                body,
+            } => Stmt::Allocate {
+                buffer: buffer.clone(),
+                ty: *ty,
+                size: size.clone(),
+                body: Box::new(self.version(body)),
+            },
+            Stmt::For {
+                var,
+                min,
+                extent,
+                kind: kind @ (ForKind::Serial | ForKind::Parallel),
+                body,
+            } if has_loop(body) => {
+                self.push_loop(var, min, extent);
+                let body = self.version(body);
+                self.pop_loop();
+                Stmt::For {
+                    var: var.clone(),
+                    min: min.clone(),
+                    extent: extent.clone(),
+                    kind: *kind,
+                    body: Box::new(body),
+                }
+            }
+            _ => {
+                let before = (self.lower.len(), self.upper.len());
+                self.in_leaf = true;
+                let steady = self.mutate_stmt(s);
+                self.in_leaf = false;
+                if (self.lower.len(), self.upper.len()) == before {
+                    return s.clone();
+                }
+                Stmt::IfThenElse {
+                    cond: version_cond(self.var),
+                    then: Box::new(steady),
+                    otherwise: Some(Box::new(s.clone())),
+                }
+            }
+        }
+    }
+
+    /// Whether `e` mentions the loop variable or a dependent binding.
+    fn depends_on_var(&self, e: &Expr) -> bool {
+        struct Find<'a>(&'a str, &'a HashMap<String, usize>, bool);
+        impl Visitor for Find<'_> {
+            fn visit_expr(&mut self, e: &Expr) {
+                if self.2 {
+                    return;
+                }
+                if let ExprKind::Var(n) = e.kind() {
+                    self.2 = n == self.0 || self.1.contains_key(n);
+                } else {
+                    walk_expr(self, e);
+                }
+            }
+        }
+        let mut find = Find(self.var, &self.dependent, false);
+        find.visit_expr(e);
+        find.2
+    }
+
+    fn mark(&mut self, name: &str, dependent: bool) {
+        if dependent {
+            *self.dependent.entry(name.to_string()).or_insert(0) += 1;
+        }
+    }
+
+    fn unmark(&mut self, name: &str, dependent: bool) {
+        if dependent && let Some(count) = self.dependent.get_mut(name) {
+            *count -= 1;
+            if *count == 0 {
+                self.dependent.remove(name);
+            }
+        }
+    }
+
+    fn push_let(&mut self, name: &str, value: &Expr) {
+        let dependent = self.depends_on_var(value);
+        self.mark(name, dependent);
+        self.let_dependent.push(dependent);
+        self.lets.push((name.to_string(), value.clone()));
+    }
+
+    fn pop_let(&mut self) {
+        if let (Some((name, _)), Some(dependent)) = (self.lets.pop(), self.let_dependent.pop()) {
+            self.unmark(&name, dependent);
+        }
+    }
+
+    fn push_loop(&mut self, var: &str, min: &Expr, extent: &Expr) {
+        let dependent = self.depends_on_var(min) || self.depends_on_var(extent);
+        self.mark(var, dependent);
+        self.loop_dependent.push(dependent);
+        self.loops
+            .push((var.to_string(), min.clone(), extent.clone()));
+    }
+
+    fn pop_loop(&mut self) {
+        if let (Some((var, _, _)), Some(dependent)) = (self.loops.pop(), self.loop_dependent.pop())
+        {
+            self.unmark(&var, dependent);
+        }
+    }
+
+    /// Whether a choice at the current point may bound the steady state.
+    fn worth_partitioning(&self) -> bool {
+        !self.only_inside_loops || !self.loops.is_empty()
+    }
+
     fn take(&mut self, cond: &Expr) -> bool {
+        if !self.worth_partitioning() {
+            return false;
+        }
         match self.solve(cond) {
             Some((l, u, f)) => {
                 self.lower.extend(l);
@@ -858,9 +1257,9 @@ impl Mutator for Steady<'_> {
             }
             ExprKind::Let { name, value, body } => {
                 let v = self.mutate_expr(value);
-                self.lets.push((name.clone(), v.clone()));
+                self.push_let(name, &v);
                 let b = self.mutate_expr(body);
-                self.lets.pop();
+                self.pop_let();
                 Expr::let_in(name.clone(), v, b)
             }
             _ => mutate_expr_children(self, e),
@@ -868,12 +1267,15 @@ impl Mutator for Steady<'_> {
     }
 
     fn mutate_stmt(&mut self, s: &Stmt) -> Stmt {
+        if self.versioning && !self.in_leaf {
+            return self.version(s);
+        }
         match s {
             Stmt::LetStmt { name, value, body } => {
                 let v = self.mutate_expr(value);
-                self.lets.push((name.clone(), v.clone()));
+                self.push_let(name, &v);
                 let b = self.mutate_stmt(body);
-                self.lets.pop();
+                self.pop_let();
                 Stmt::LetStmt {
                     name: name.clone(),
                     value: v,
@@ -888,9 +1290,9 @@ impl Mutator for Steady<'_> {
                 body,
             } => {
                 let (m, e) = (self.mutate_expr(min), self.mutate_expr(extent));
-                self.loops.push((var.clone(), m.clone(), e.clone()));
+                self.push_loop(var, &m, &e);
                 let b = self.mutate_stmt(body);
-                self.loops.pop();
+                self.pop_loop();
                 Stmt::For {
                     var: var.clone(),
                     min: m,
@@ -914,7 +1316,7 @@ impl Mutator for Steady<'_> {
                 // the conjuncts this loop's variable decides leave the
                 // steady state, the others stay for the loops that decide
                 // them (inside or outside this one).
-                if o.is_none() {
+                if o.is_none() && self.worth_partitioning() {
                     let inner = is_likely_call(&c).unwrap_or(&c).clone();
                     let mut conjuncts = Vec::new();
                     split_conjunction(&inner, &mut conjuncts);
@@ -1086,19 +1488,29 @@ mod tests {
 
     #[test]
     fn assumed_guards_remove_clamps() {
+        // The outer loop has an inner loop: its steady state is a version
+        // of the inner loop, without the clamp or the guard.
         let text = partition_loops(&guarded_split()).to_string();
-        let start = text
-            .find("for (xo, xo.steady.min")
-            .expect("a steady-state loop");
-        let steady = &text[start..];
-        let steady = &steady[..steady.find("\n}").unwrap() + 2];
         expect![[r#"
-            for (xo, xo.steady.min, (xo.steady.end - xo.steady.min)) {
-              for (xi, 0, 8) {
-                out((xi + (xo * 8))) = (in((xi + (xo * 8))) * 2)
+            let xo.steady.min = min(((out.extent.0 + 7) / 8), 0)
+            let xo.steady.end = max(xo.steady.min, min((out.extent.0 / 8), ((out.extent.0 + 7) / 8)))
+            for (xo, 0, ((out.extent.0 + 7) / 8)) {
+              if ((xo < xo.steady.end)) {
+                for (xi, 0, 8) {
+                  out((xi + (xo * 8))) = (in((xi + (xo * 8))) * 2)
+                }
               }
-            }"#]]
-        .assert_eq(steady);
+              else {
+                for (xi, 0, 8) {
+                  let x = max(min((xi + (xo * 8)), (out.extent.0 - 1)), 0)
+                  if (likely(((xi + (xo * 8)) < out.extent.0))) {
+                    out(x) = (in(x) * 2)
+                  }
+                }
+              }
+            }
+        "#]]
+        .assert_eq(&text);
         let original = module_1d(guarded_split());
         let partitioned = module_1d(partition_loops(&guarded_split()));
         for n in [1, 7, 8, 9, 23, 24] {
@@ -1137,7 +1549,21 @@ mod tests {
         let text = partition_loops(&s).to_string();
         // The steady state of the outer loop covers xo in [0, 1]: all of
         // x = 4 * xo + xi <= 9 there.
-        assert!(text.starts_with("for (xo, 0, 2) {"), "{text}");
+        expect![[r#"
+            for (xo, 0, 4) {
+              if ((xo < 2)) {
+                for (xi, 0, 4) {
+                  out((xi + (xo * 4))) = (xi + (xo * 4))
+                }
+              }
+              else {
+                for (xi, 0, 4) {
+                  out((xi + (xo * 4))) = min(likely((xi + (xo * 4))), 9)
+                }
+              }
+            }
+        "#]]
+        .assert_eq(&text);
     }
 
     /// [`guarded_split`] with its inner loop vectorised.
@@ -1256,19 +1682,28 @@ mod tests {
                 body: Box::new(guarded),
             }),
         };
-        // The prologue is empty (xo starts at 0): the steady state comes first.
+        // The steady version drops the conjunct on xo; `y < h` stays.
         let text = partition_loops(&s).to_string();
-        let steady = text.as_str();
         expect![[r#"
             let xo.steady.end = max(min((w / 4), 4), 0)
-            for (xo, 0, xo.steady.end) {
-              for (xi, 0, 4) {
-                if (likely((y < h))) {
-                  out((xi + (xo * 4))) = y
+            for (xo, 0, 4) {
+              if ((xo < xo.steady.end)) {
+                for (xi, 0, 4) {
+                  if (likely((y < h))) {
+                    out((xi + (xo * 4))) = y
+                  }
                 }
               }
-            }"#]]
-        .assert_eq(&steady[..steady.find("\n}").unwrap() + 2]);
+              else {
+                for (xi, 0, 4) {
+                  if (likely((((xi + (xo * 4)) < w) && (y < h)))) {
+                    out((xi + (xo * 4))) = y
+                  }
+                }
+              }
+            }
+        "#]]
+        .assert_eq(&text);
     }
 
     /// `for (xo, 0, (n + 7) / 8) { for (xi, 0, 8) { let x = min(n - 8, xo * 8) + xi;
@@ -1303,16 +1738,25 @@ mod tests {
     fn shift_inwards_splits_are_partitioned() {
         let value = repeat_edge(x() - 1) + repeat_edge(x() + 1);
         let text = partition_loops(&shifted_split(value.clone())).to_string();
-        let start = text.find("for (xo, xo.steady.min").expect("a steady state");
-        let steady = &text[start..];
         expect![[r#"
-            for (xo, xo.steady.min, (xo.steady.end - xo.steady.min)) {
-              for (xi, 0, 8) {
-                let x = (xi + min((out.extent.0 - 8), (xo * 8)))
-                out(x) = (in((x + 1)) + in((x - 1)))
+            let xo.steady.min = min(((out.extent.0 + 7) / 8), max(((in.min.0 + 6) / 8), max(max(((in.min.0 / 8) + 1), max(select(((in.min.0 - out.extent.0) <= -9), -1073741824, 1073741823), 0)), select(((in.min.0 - out.extent.0) <= -7), -1073741824, 1073741823))))
+            let xo.steady.end = max(xo.steady.min, min(((out.extent.0 + 7) / 8), min(((((in.extent.0 + in.min.0) - 9) / 8) + 1), min(((((in.extent.0 + in.min.0) - 7) / 8) + 1), ((out.extent.0 + 7) / 8)))))
+            for (xo, 0, ((out.extent.0 + 7) / 8)) {
+              if (((xo.steady.min <= xo) && (xo < xo.steady.end))) {
+                for (xi, 0, 8) {
+                  let x = (xi + min((out.extent.0 - 8), (xo * 8)))
+                  out(x) = (in((x + 1)) + in((x - 1)))
+                }
               }
-            }"#]]
-        .assert_eq(&steady[..steady.find("\n}").unwrap() + 2]);
+              else {
+                for (xi, 0, 8) {
+                  let x = (xi + min((out.extent.0 - 8), (xo * 8)))
+                  out(x) = (in(max(in.min.0, min(((in.extent.0 + in.min.0) - 1), likely((x + 1))))) + in(max(in.min.0, min(((in.extent.0 + in.min.0) - 1), likely((x - 1))))))
+                }
+              }
+            }
+        "#]]
+        .assert_eq(&text);
         let original = module_1d(shifted_split(value.clone()));
         let partitioned = module_1d(partition_loops(&shifted_split(value)));
         for (input_len, input_min, out_len) in
