@@ -42,12 +42,19 @@ use std::collections::{HashMap, HashSet};
 /// Partition every serial or parallel loop of `s` whose body has `likely`
 /// boundary cases that depend on the loop variable.
 pub fn partition_loops(s: &Stmt) -> Stmt {
+    partition_loops_versioning_over(s, VERSIONING_MIN_NODES)
+}
+
+/// [`partition_loops`], versioning the bodies over `versioning_min_nodes`
+/// nodes that have inner loops.
+fn partition_loops_versioning_over(s: &Stmt, versioning_min_nodes: usize) -> Stmt {
     // Simplifying afterwards folds constant steady-state bounds and drops
     // pieces that are empty.
     argent_arith::simplify_stmt(
         &Partitioner {
             vector_guards_only: false,
             enclosing: Scope::new(),
+            versioning_min_nodes,
         }
         .mutate_stmt(s),
     )
@@ -63,6 +70,8 @@ struct Partitioner {
     /// vector loop drop the clamps that hold for every tile (`max(x_min,
     /// x_min + xo * 8 + xi)` with `xo >= 0`).
     enclosing: Scope,
+    /// See [`VERSIONING_MIN_NODES`].
+    versioning_min_nodes: usize,
 }
 
 impl Partitioner {
@@ -104,6 +113,9 @@ impl Partitioner {
             only_inside_loops: false,
             versioning: false,
             in_leaf: false,
+            recording_only: false,
+            steady_lets: Vec::new(),
+            steady_in_scope: Vec::new(),
             dependent: HashMap::new(),
             let_dependent: Vec::new(),
             loop_dependent: Vec::new(),
@@ -192,6 +204,34 @@ fn version_var(cond: &Expr) -> Option<&str> {
     .then_some(var)
 }
 
+/// The smallest loop body (in IR nodes) that is versioned rather than
+/// split: splitting a small body costs little code, and its pieces' loop
+/// ranges tell the simplifier more (a producer's extent per tile becomes
+/// a constant in the steady tiles).
+const VERSIONING_MIN_NODES: usize = 2000;
+
+/// Whether `s` has more than `limit` statement and expression nodes.
+fn stmt_nodes_over(s: &Stmt, limit: usize) -> bool {
+    struct Count(usize, usize);
+    impl Visitor for Count {
+        fn visit_expr(&mut self, e: &Expr) {
+            self.0 += 1;
+            if self.0 <= self.1 {
+                walk_expr(self, e);
+            }
+        }
+        fn visit_stmt(&mut self, s: &Stmt) {
+            self.0 += 1;
+            if self.0 <= self.1 {
+                walk_stmt(self, s);
+            }
+        }
+    }
+    let mut count = Count(0, limit);
+    count.visit_stmt(s);
+    count.0 > limit
+}
+
 /// Whether `s` contains a serial or parallel loop outside vectorised and
 /// unrolled loops (those become straight-line code: a branch inside them
 /// would run for every vector).
@@ -276,6 +316,7 @@ impl Partitioner {
             let otherwise = Partitioner {
                 vector_guards_only: true,
                 enclosing: self.enclosing.clone(),
+                versioning_min_nodes: self.versioning_min_nodes,
             }
             .mutate_stmt(otherwise);
             return Stmt::IfThenElse {
@@ -300,12 +341,18 @@ impl Partitioner {
         if self.vector_guards_only || !matches!(kind, ForKind::Serial | ForKind::Parallel) {
             return mutate_stmt_children(self, s);
         }
+        // A large body with inner loops (many stages computed inside the
+        // loop) is versioned rather than copied into three pieces.
+        let versioning = has_loop(body) && stmt_nodes_over(body, self.versioning_min_nodes);
         let mut steady = Steady {
             var,
             inner_names: names_bound_in(body),
-            only_inside_loops: has_loop(body),
-            versioning: has_loop(body),
+            only_inside_loops: versioning,
+            versioning,
             in_leaf: false,
+            recording_only: false,
+            steady_lets: Vec::new(),
+            steady_in_scope: Vec::new(),
             dependent: HashMap::new(),
             let_dependent: Vec::new(),
             loop_dependent: Vec::new(),
@@ -327,6 +374,7 @@ impl Partitioner {
         let mut prover = Prover::new(&steady.facts, scope);
         if steady.versioning {
             prover.versioned = Some(var);
+            prover.steady_lets = &steady.steady_lets;
         }
         let steady_body = prover.mutate_stmt(&steady_body);
         // Outer loops first: the steady state's body is partitioned
@@ -376,6 +424,7 @@ impl Partitioner {
         let body = Partitioner {
             vector_guards_only: true,
             enclosing: self.enclosing.clone(),
+            versioning_min_nodes: self.versioning_min_nodes,
         }
         .mutate_stmt(body);
         let steady_body = self.mutate_stmt(&steady_body);
@@ -606,6 +655,14 @@ struct Steady<'a> {
     versioning: bool,
     /// Inside the innermost statement being versioned.
     in_leaf: bool,
+    /// Choices are recorded (their bounds and facts) but not replaced.
+    recording_only: bool,
+    /// Lets kept outside the versions, with their values in the steady
+    /// state: (name, value, steady value).
+    steady_lets: Vec<(String, Expr, Expr)>,
+    /// The lets around the current point with a steady value different
+    /// from their own, innermost last.
+    steady_in_scope: Vec<(String, Expr)>,
     /// The lets and inner loop variables in scope whose values depend on
     /// the loop variable (with how many bindings of each name do): a
     /// condition mentioning none of them and not the variable itself
@@ -634,6 +691,8 @@ type Solution = (Vec<Expr>, Vec<Expr>, Vec<Expr>);
 /// guard the steady state already assumes).
 struct Prover<'a> {
     facts: &'a [Expr],
+    /// The variables of each fact, computed once.
+    fact_vars: Vec<Vec<String>>,
     lets: Vec<(String, Expr)>,
     /// Ranges of the partitioned loop's variable and of the loops inside.
     scope: Scope,
@@ -651,6 +710,9 @@ struct Prover<'a> {
     versioned: Option<&'a str>,
     /// Inside the steady version of a statement.
     in_version: bool,
+    /// Values of lets outside the versions in the steady state (see
+    /// [`Steady::steady_lets`]): proofs inside the versions use them.
+    steady_lets: &'a [(String, Expr, Expr)],
 }
 
 impl<'a> Prover<'a> {
@@ -661,6 +723,10 @@ impl<'a> Prover<'a> {
         }
         Prover {
             facts,
+            fact_vars: facts
+                .iter()
+                .map(|f| vars_of(f).into_iter().collect())
+                .collect(),
             lets: Vec::new(),
             scope,
             loop_names,
@@ -668,6 +734,7 @@ impl<'a> Prover<'a> {
             let_depends_on_loop: Vec::new(),
             versioned: None,
             in_version: false,
+            steady_lets: &[],
         }
     }
 
@@ -692,6 +759,11 @@ impl<'a> Prover<'a> {
     }
 
     fn push_let(&mut self, name: &str, value: &Expr) {
+        let value = self
+            .steady_lets
+            .iter()
+            .find(|(n, original, _)| n == name && original.same_as(value))
+            .map_or(value, |(_, _, steady)| steady);
         let depends = self.mentions_loop(value);
         self.loop_dependent_lets += usize::from(depends);
         self.let_depends_on_loop.push(depends);
@@ -749,8 +821,9 @@ impl<'a> Prover<'a> {
             .chain(
                 self.facts
                     .iter()
-                    .filter(|f| vars_of(f).iter().any(|v| diff_vars.contains(v)))
-                    .cloned(),
+                    .zip(&self.fact_vars)
+                    .filter(|(_, vars)| vars.iter().any(|v| diff_vars.contains(v)))
+                    .map(|(f, _)| f.clone()),
             )
             .any(|f| {
                 let gap = simplify(&Expr::sub(diff.clone(), f));
@@ -1048,8 +1121,23 @@ impl Steady<'_> {
         match s {
             Stmt::Block(v) => Stmt::Block(v.iter().map(|s| self.version(s)).collect()),
             Stmt::LetStmt { name, value, body } => {
-                self.push_let(name, value);
+                // The binding stays as it is (it also runs outside the
+                // steady state), but inside the versions its value is the
+                // steady one: proofs there use that.
+                let only_inside_loops = std::mem::replace(&mut self.only_inside_loops, false);
+                let steady = self.mutate_expr(value);
+                self.only_inside_loops = only_inside_loops;
+                let changed = steady != *value;
+                if changed {
+                    self.steady_lets
+                        .push((name.clone(), value.clone(), steady.clone()));
+                    self.steady_in_scope.push((name.clone(), steady.clone()));
+                }
+                self.push_let(name, &steady);
                 let body = self.version(body);
+                if changed {
+                    self.steady_in_scope.pop();
+                }
                 self.pop_let();
                 Stmt::LetStmt {
                     name: name.clone(),
@@ -1095,6 +1183,8 @@ impl Steady<'_> {
                 kind: kind @ (ForKind::Serial | ForKind::Parallel),
                 body,
             } if has_loop(body) => {
+                self.record_choices(min);
+                self.record_choices(extent);
                 self.push_loop(var, min, extent);
                 let body = self.version(body);
                 self.pop_loop();
@@ -1114,6 +1204,16 @@ impl Steady<'_> {
                 if (self.lower.len(), self.upper.len()) == before {
                     return s.clone();
                 }
+                // Inside the version the lets around it have their steady
+                // values: substituting them lets the simplifier fold what
+                // they bound (a producer's extent per tile becomes constant).
+                let steady = if self.steady_in_scope.is_empty() {
+                    steady
+                } else {
+                    let values: HashMap<String, Expr> =
+                        self.steady_in_scope.iter().cloned().collect();
+                    argent_arith::substitute_many_stmt(&steady, &values)
+                };
                 Stmt::IfThenElse {
                     cond: version_cond(self.var),
                     then: Box::new(steady),
@@ -1186,13 +1286,30 @@ impl Steady<'_> {
         }
     }
 
+    /// Record the bounds and facts of the choices in `e`, an expression
+    /// that stays as it is (it also runs outside the steady state).
+    fn record_choices(&mut self, e: &Expr) {
+        let recording_only = std::mem::replace(&mut self.recording_only, true);
+        let _ = self.mutate_expr(e);
+        self.recording_only = recording_only;
+    }
+
     /// Whether a choice at the current point may bound the steady state.
     fn worth_partitioning(&self) -> bool {
-        !self.only_inside_loops || !self.loops.is_empty()
+        !self.recording_only && (!self.only_inside_loops || !self.loops.is_empty())
     }
 
     fn take(&mut self, cond: &Expr) -> bool {
         if !self.worth_partitioning() {
+            // Not worth versioning on, but its bounds and facts still
+            // narrow the steady state, where the facts decide other
+            // choices (the clamp of a producer's split loop, whose extent
+            // this choice bounds).
+            if let Some((l, u, f)) = self.solve(cond) {
+                self.lower.extend(l);
+                self.upper.extend(u);
+                self.facts.extend(f);
+            }
             return false;
         }
         match self.solve(cond) {
@@ -1488,29 +1605,19 @@ mod tests {
 
     #[test]
     fn assumed_guards_remove_clamps() {
-        // The outer loop has an inner loop: its steady state is a version
-        // of the inner loop, without the clamp or the guard.
         let text = partition_loops(&guarded_split()).to_string();
+        let start = text
+            .find("for (xo, xo.steady.min")
+            .expect("a steady-state loop");
+        let steady = &text[start..];
+        let steady = &steady[..steady.find("\n}").unwrap() + 2];
         expect![[r#"
-            let xo.steady.min = min(((out.extent.0 + 7) / 8), 0)
-            let xo.steady.end = max(xo.steady.min, min((out.extent.0 / 8), ((out.extent.0 + 7) / 8)))
-            for (xo, 0, ((out.extent.0 + 7) / 8)) {
-              if ((xo < xo.steady.end)) {
-                for (xi, 0, 8) {
-                  out((xi + (xo * 8))) = (in((xi + (xo * 8))) * 2)
-                }
+            for (xo, xo.steady.min, (xo.steady.end - xo.steady.min)) {
+              for (xi, 0, 8) {
+                out((xi + (xo * 8))) = (in((xi + (xo * 8))) * 2)
               }
-              else {
-                for (xi, 0, 8) {
-                  let x = max(min((xi + (xo * 8)), (out.extent.0 - 1)), 0)
-                  if (likely(((xi + (xo * 8)) < out.extent.0))) {
-                    out(x) = (in(x) * 2)
-                  }
-                }
-              }
-            }
-        "#]]
-        .assert_eq(&text);
+            }"#]]
+        .assert_eq(steady);
         let original = module_1d(guarded_split());
         let partitioned = module_1d(partition_loops(&guarded_split()));
         for n in [1, 7, 8, 9, 23, 24] {
@@ -1549,21 +1656,7 @@ mod tests {
         let text = partition_loops(&s).to_string();
         // The steady state of the outer loop covers xo in [0, 1]: all of
         // x = 4 * xo + xi <= 9 there.
-        expect![[r#"
-            for (xo, 0, 4) {
-              if ((xo < 2)) {
-                for (xi, 0, 4) {
-                  out((xi + (xo * 4))) = (xi + (xo * 4))
-                }
-              }
-              else {
-                for (xi, 0, 4) {
-                  out((xi + (xo * 4))) = min(likely((xi + (xo * 4))), 9)
-                }
-              }
-            }
-        "#]]
-        .assert_eq(&text);
+        assert!(text.starts_with("for (xo, 0, 2) {"), "{text}");
     }
 
     /// [`guarded_split`] with its inner loop vectorised.
@@ -1682,28 +1775,19 @@ mod tests {
                 body: Box::new(guarded),
             }),
         };
-        // The steady version drops the conjunct on xo; `y < h` stays.
+        // The prologue is empty (xo starts at 0): the steady state comes first.
         let text = partition_loops(&s).to_string();
+        let steady = text.as_str();
         expect![[r#"
             let xo.steady.end = max(min((w / 4), 4), 0)
-            for (xo, 0, 4) {
-              if ((xo < xo.steady.end)) {
-                for (xi, 0, 4) {
-                  if (likely((y < h))) {
-                    out((xi + (xo * 4))) = y
-                  }
+            for (xo, 0, xo.steady.end) {
+              for (xi, 0, 4) {
+                if (likely((y < h))) {
+                  out((xi + (xo * 4))) = y
                 }
               }
-              else {
-                for (xi, 0, 4) {
-                  if (likely((((xi + (xo * 4)) < w) && (y < h)))) {
-                    out((xi + (xo * 4))) = y
-                  }
-                }
-              }
-            }
-        "#]]
-        .assert_eq(&text);
+            }"#]]
+        .assert_eq(&steady[..steady.find("\n}").unwrap() + 2]);
     }
 
     /// `for (xo, 0, (n + 7) / 8) { for (xi, 0, 8) { let x = min(n - 8, xo * 8) + xi;
@@ -1738,25 +1822,16 @@ mod tests {
     fn shift_inwards_splits_are_partitioned() {
         let value = repeat_edge(x() - 1) + repeat_edge(x() + 1);
         let text = partition_loops(&shifted_split(value.clone())).to_string();
+        let start = text.find("for (xo, xo.steady.min").expect("a steady state");
+        let steady = &text[start..];
         expect![[r#"
-            let xo.steady.min = min(((out.extent.0 + 7) / 8), max(((in.min.0 + 6) / 8), max(max(((in.min.0 / 8) + 1), max(select(((in.min.0 - out.extent.0) <= -9), -1073741824, 1073741823), 0)), select(((in.min.0 - out.extent.0) <= -7), -1073741824, 1073741823))))
-            let xo.steady.end = max(xo.steady.min, min(((out.extent.0 + 7) / 8), min(((((in.extent.0 + in.min.0) - 9) / 8) + 1), min(((((in.extent.0 + in.min.0) - 7) / 8) + 1), ((out.extent.0 + 7) / 8)))))
-            for (xo, 0, ((out.extent.0 + 7) / 8)) {
-              if (((xo.steady.min <= xo) && (xo < xo.steady.end))) {
-                for (xi, 0, 8) {
-                  let x = (xi + min((out.extent.0 - 8), (xo * 8)))
-                  out(x) = (in((x + 1)) + in((x - 1)))
-                }
+            for (xo, xo.steady.min, (xo.steady.end - xo.steady.min)) {
+              for (xi, 0, 8) {
+                let x = (xi + min((out.extent.0 - 8), (xo * 8)))
+                out(x) = (in((x + 1)) + in((x - 1)))
               }
-              else {
-                for (xi, 0, 8) {
-                  let x = (xi + min((out.extent.0 - 8), (xo * 8)))
-                  out(x) = (in(max(in.min.0, min(((in.extent.0 + in.min.0) - 1), likely((x + 1))))) + in(max(in.min.0, min(((in.extent.0 + in.min.0) - 1), likely((x - 1))))))
-                }
-              }
-            }
-        "#]]
-        .assert_eq(&text);
+            }"#]]
+        .assert_eq(&steady[..steady.find("\n}").unwrap() + 2]);
         let original = module_1d(shifted_split(value.clone()));
         let partitioned = module_1d(partition_loops(&shifted_split(value)));
         for (input_len, input_min, out_len) in
@@ -1769,6 +1844,41 @@ mod tests {
                 want.0, got.0,
                 "input {input_len}@{input_min}, output {out_len}"
             );
+        }
+    }
+
+    #[test]
+    fn large_bodies_with_inner_loops_are_versioned() {
+        // As if the body were large: the steady state is a version of the
+        // inner loop, without the clamp or the guard, and the loop is not
+        // split.
+        let s = partition_loops_versioning_over(&guarded_split(), 0);
+        expect![[r#"
+            let xo.steady.min = min(((out.extent.0 + 7) / 8), 0)
+            let xo.steady.end = max(xo.steady.min, min((out.extent.0 / 8), ((out.extent.0 + 7) / 8)))
+            for (xo, 0, ((out.extent.0 + 7) / 8)) {
+              if ((xo < xo.steady.end)) {
+                for (xi, 0, 8) {
+                  out((xi + (xo * 8))) = (in((xi + (xo * 8))) * 2)
+                }
+              }
+              else {
+                for (xi, 0, 8) {
+                  let x = max(min((xi + (xo * 8)), (out.extent.0 - 1)), 0)
+                  if (likely(((xi + (xo * 8)) < out.extent.0))) {
+                    out(x) = (in(x) * 2)
+                  }
+                }
+              }
+            }
+        "#]].assert_eq(&s.to_string());
+        let original = module_1d(guarded_split());
+        let versioned = module_1d(s);
+        for n in [1, 7, 8, 9, 23, 24] {
+            let input = ramp_input(n as usize);
+            let want = run_1d(&original, &input, 0, n).unwrap();
+            let got = run_1d(&versioned, &input, 0, n).unwrap();
+            assert_eq!(want, got, "output of {n}");
         }
     }
 }
