@@ -110,6 +110,9 @@ enum Command {
         /// changed it) instead of only the final result.
         #[arg(long, value_name = "PASS")]
         print_after: Option<String>,
+        /// Print each pass's time and the IR size after it to stderr.
+        #[arg(long)]
+        time_passes: bool,
     },
     /// Fail with an internal error on purpose (tests the exit-code mapping).
     #[command(hide = true)]
@@ -183,14 +186,30 @@ fn dispatch(command: Option<Command>, color: bool) -> Result<(), CliError> {
             schedule,
             schedule_tree,
             print_after,
+            time_passes,
         }) => {
             let loaded = run::load(&pipeline, schedule.as_deref(), color)?;
             let options = argent_lower::LowerOptions {
                 print_after: print_after.clone(),
+                time_passes,
                 ..Default::default()
             };
             let lowered =
                 argent_lower::lower(&loaded.pipeline, &options).map_err(run::lower_error)?;
+            if time_passes {
+                let mut total = 0.0;
+                for stat in &lowered.pass_stats {
+                    let seconds = stat.seconds.unwrap_or(0.0);
+                    total += seconds;
+                    eprintln!(
+                        "{:<20} {:>9.2} ms {:>10} nodes",
+                        stat.pass,
+                        seconds * 1e3,
+                        stat.nodes
+                    );
+                }
+                eprintln!("{:<20} {:>9.2} ms", "total", total * 1e3);
+            }
             if schedule_tree {
                 print!("{}", lowered.schedule_tree);
             } else if print_after.is_some() {

@@ -231,6 +231,12 @@ impl BoxFinder<'_> {
                 }
                 self.expr(min);
                 self.expr(extent);
+                // Nor need a loop whose body does not touch the target be
+                // bounded (most loops of a long pipeline belong to other
+                // stages).
+                if !touches(body, self.target) {
+                    return;
+                }
                 // Simplify `min + extent - 1` before taking its bounds, so that
                 // `m + (M - m + 1) - 1` is `M` rather than `max(M) + max(M) - min(m)`.
                 let lo = bounds_of_expr(min, &mut self.scope);
@@ -318,6 +324,43 @@ impl BoxFinder<'_> {
 
 /// The box of `func` (a func or an input) that `s` reads, and also writes
 /// when `include_provides`; `None` when `s` does not touch it.
+/// Whether `s` writes or reads `func` (a func or an input).
+fn touches(s: &Stmt, func: &str) -> bool {
+    struct Find<'a>(&'a str, bool);
+    impl argent_ir::visit::Visitor for Find<'_> {
+        fn visit_expr(&mut self, e: &Expr) {
+            if self.1 {
+                return;
+            }
+            if let ExprKind::Call {
+                target: CallTarget::Func(n) | CallTarget::Input(n),
+                ..
+            } = e.kind()
+                && n == self.0
+            {
+                self.1 = true;
+                return;
+            }
+            argent_ir::visit::walk_expr(self, e);
+        }
+        fn visit_stmt(&mut self, s: &Stmt) {
+            if self.1 {
+                return;
+            }
+            if let Stmt::Provide { func, .. } = s
+                && func == self.0
+            {
+                self.1 = true;
+                return;
+            }
+            argent_ir::visit::walk_stmt(self, s);
+        }
+    }
+    let mut find = Find(func, false);
+    argent_ir::visit::Visitor::visit_stmt(&mut find, s);
+    find.1
+}
+
 /// Whether `s` contains a `Provide` to `func`.
 fn writes(s: &Stmt, func: &str) -> bool {
     match s {
@@ -411,49 +454,41 @@ pub fn box_provided(s: &Stmt, func: &str) -> Option<Box_> {
     f.result
 }
 
-/// Replace the `Block[produce f, consume f]` node with `wrap(node)`, and
-/// return the consume body seen there.
-fn at_injection(s: &Stmt, func: &str, wrap: &mut dyn FnMut(&Stmt, &Stmt) -> Stmt) -> (Stmt, bool) {
-    struct Finder<'a> {
-        func: &'a str,
-        wrap: &'a mut dyn FnMut(&Stmt, &Stmt) -> Stmt,
-        found: bool,
-    }
-    impl Mutator for Finder<'_> {
-        fn mutate_stmt(&mut self, s: &Stmt) -> Stmt {
-            if self.found {
-                return s.clone();
+/// The consume body of the `Block[produce f, consume f]` node of `func`
+/// (a read-only search: the tree is neither rebuilt nor cloned).
+fn consume_body<'s>(s: &'s Stmt, func: &str) -> Option<&'s Stmt> {
+    match s {
+        Stmt::Block(v) => {
+            if let [
+                Stmt::ProducerConsumer {
+                    func: a,
+                    producing: true,
+                    ..
+                },
+                Stmt::ProducerConsumer {
+                    func: b,
+                    producing: false,
+                    body,
+                },
+            ] = v.as_slice()
+                && a == func
+                && b == func
+            {
+                return Some(body);
             }
-            if let Stmt::Block(v) = s {
-                if let [
-                    Stmt::ProducerConsumer {
-                        func: a,
-                        producing: true,
-                        ..
-                    },
-                    Stmt::ProducerConsumer {
-                        func: b,
-                        producing: false,
-                        body,
-                    },
-                ] = v.as_slice()
-                {
-                    if a == self.func && b == self.func {
-                        self.found = true;
-                        return (self.wrap)(s, body);
-                    }
-                }
-            }
-            mutate_stmt_children(self, s)
+            v.iter().find_map(|s| consume_body(s, func))
         }
+        Stmt::LetStmt { body, .. }
+        | Stmt::ProducerConsumer { body, .. }
+        | Stmt::For { body, .. }
+        | Stmt::Realize { body, .. }
+        | Stmt::Allocate { body, .. } => consume_body(body, func),
+        Stmt::IfThenElse {
+            then, otherwise, ..
+        } => consume_body(then, func)
+            .or_else(|| otherwise.as_deref().and_then(|o| consume_body(o, func))),
+        Stmt::Assert { .. } | Stmt::Provide { .. } | Stmt::Store { .. } | Stmt::Evaluate(_) => None,
     }
-    let mut f = Finder {
-        func,
-        wrap,
-        found: false,
-    };
-    let out = f.mutate_stmt(s);
-    (out, f.found)
 }
 
 fn max_of(min: &Expr, extent: &Expr) -> Expr {
@@ -748,20 +783,13 @@ pub fn bounds_inference(
         let sched = tree
             .func(name)
             .ok_or_else(|| LowerBug(format!("no schedule for {name}")))?;
-        let mut result = None;
-        let mut named = Vec::new();
-        let mut wrap = |node: &Stmt, consume: &Stmt| -> Stmt {
-            let scope = params.clone().naming("", helper_count);
-            let (required, scope) = box_read_in(consume, name, scope);
-            (named, helper_count) = scope.named();
-            result = Some(func_region(tree, pipeline, name, required));
-            node.clone()
-        };
-        let (_, found) = at_injection(&stmt, name, &mut wrap);
-        if !found {
-            return Err(LowerBug(format!("injection point of {name} not found")).into());
-        }
-        let region = result.ok_or_else(|| LowerBug(format!("no region for {name}")))??;
+        let consume = consume_body(&stmt, name)
+            .ok_or_else(|| LowerBug(format!("injection point of {name} not found")))?;
+        let scope = params.clone().naming("", helper_count);
+        let (required, scope) = box_read_in(consume, name, scope);
+        let named;
+        (named, helper_count) = scope.named();
+        let region = func_region(tree, pipeline, name, required)?;
         let region_lets = region_lets(pipeline, name, &region);
         let used: Vec<Expr> = region_lets.iter().map(|(_, v)| v.clone()).collect();
         let mut lets = needed_lets(&named, &used);
@@ -794,6 +822,11 @@ pub fn realize_bounds(body: &Stmt) -> Result<Stmt, LowerError> {
         helper_count: usize,
     }
     impl Mutator for R {
+        /// Only statements change: expressions are not walked.
+        fn mutate_expr(&mut self, e: &Expr) -> Expr {
+            e.clone()
+        }
+
         fn mutate_stmt(&mut self, s: &Stmt) -> Stmt {
             if let Stmt::Realize {
                 func,
@@ -985,6 +1018,11 @@ fn region_check(buffer: &str, d: usize, lo: &Expr, hi: &Expr, kind: AssertKind) 
 struct DropEmptyConsumes;
 
 impl Mutator for DropEmptyConsumes {
+    /// Only statements change: expressions are not walked.
+    fn mutate_expr(&mut self, e: &Expr) -> Expr {
+        e.clone()
+    }
+
     fn mutate_stmt(&mut self, s: &Stmt) -> Stmt {
         match s {
             Stmt::ProducerConsumer {
@@ -1006,6 +1044,11 @@ struct ConstantExtents {
 }
 
 impl Mutator for ConstantExtents {
+    /// Only statements change: expressions are not walked.
+    fn mutate_expr(&mut self, e: &Expr) -> Expr {
+        e.clone()
+    }
+
     fn mutate_stmt(&mut self, s: &Stmt) -> Stmt {
         match s {
             Stmt::LetStmt { name, value, .. } => {

@@ -27,5 +27,5 @@ pub mod vectorize;
 pub mod verify;
 
 pub use error::{LowerBug, LowerError, ScheduleError, ScheduleErrorCode};
-pub use lower::{LowerOptions, Lowered, lower};
+pub use lower::{LowerOptions, Lowered, PassStat, lower};
 pub use schedule_tree::{ScheduleTree, build as build_schedule_tree};

@@ -48,6 +48,21 @@ pub struct LowerOptions {
     /// result is reported as a compiler bug naming the pass. Always on in
     /// debug builds.
     pub verify: bool,
+    /// Record, for every pass, its running time (on native targets only:
+    /// `std::time::Instant` is unavailable on wasm32-unknown-unknown) and
+    /// the size of the IR it produced, in [`Lowered::pass_stats`].
+    pub time_passes: bool,
+}
+
+/// What one pass cost and produced, recorded when `time_passes` is set.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PassStat {
+    pub pass: String,
+    /// Wall-clock seconds of the pass; `None` where no clock exists (wasm32).
+    pub seconds: Option<f64>,
+    /// Statement and expression nodes of the result, counting shared
+    /// expression nodes once per use (the size later passes walk).
+    pub nodes: usize,
 }
 
 /// The result of lowering.
@@ -61,6 +76,49 @@ pub struct Lowered {
     pub schedule_tree: ScheduleTree,
     /// `(pass name, IR text)` for each requested pass that changed the IR.
     pub dumps: Vec<(String, String)>,
+    /// Per-pass times and IR sizes, when `LowerOptions::time_passes` is set.
+    pub pass_stats: Vec<PassStat>,
+}
+
+/// A monotonic clock where the target has one.
+#[derive(Clone, Copy)]
+struct Clock(#[cfg(not(target_arch = "wasm32"))] std::time::Instant);
+
+impl Clock {
+    fn now() -> Clock {
+        Clock(
+            #[cfg(not(target_arch = "wasm32"))]
+            std::time::Instant::now(),
+        )
+    }
+
+    fn seconds_since(self) -> Option<f64> {
+        #[cfg(not(target_arch = "wasm32"))]
+        return Some(self.0.elapsed().as_secs_f64());
+        #[cfg(target_arch = "wasm32")]
+        None
+    }
+}
+
+/// Counts statement and expression nodes.
+#[derive(Default)]
+struct NodeCounter(usize);
+
+impl argent_ir::visit::Visitor for NodeCounter {
+    fn visit_expr(&mut self, e: &argent_ir::Expr) {
+        self.0 += 1;
+        argent_ir::visit::walk_expr(self, e);
+    }
+    fn visit_stmt(&mut self, s: &Stmt) {
+        self.0 += 1;
+        argent_ir::visit::walk_stmt(self, s);
+    }
+}
+
+fn count_nodes(s: &Stmt) -> usize {
+    let mut counter = NodeCounter::default();
+    argent_ir::visit::Visitor::visit_stmt(&mut counter, s);
+    counter.0
 }
 
 struct Recorder {
@@ -69,16 +127,30 @@ struct Recorder {
     dumps: Vec<(String, String)>,
     /// The module's buffers and parameters, when every pass's result is verified.
     verify: Option<(Vec<BufferArg>, Vec<Param>)>,
+    /// Present when passes are timed: the stats so far and when the
+    /// current pass began.
+    timing: Option<(Vec<PassStat>, Clock)>,
 }
 
 impl Recorder {
     /// Verify (when asked) and dump (when asked) the IR after `pass`.
     fn record(&mut self, pass: &str, s: &Stmt) -> Result<(), LowerError> {
+        if let Some((stats, started)) = &mut self.timing {
+            stats.push(PassStat {
+                pass: pass.to_string(),
+                seconds: started.seconds_since(),
+                nodes: count_nodes(s),
+            });
+        }
         if let Some((buffers, params)) = &self.verify {
             verify(s, buffers, params, Stage::after_pass(pass))
                 .map_err(|e| LowerBug(format!("the IR after `{pass}` is malformed: {}", e.0)))?;
         }
         self.dump(pass, s);
+        // The next pass's time starts after this bookkeeping.
+        if let Some((_, started)) = &mut self.timing {
+            *started = Clock::now();
+        }
         Ok(())
     }
 
@@ -101,6 +173,7 @@ impl Recorder {
 /// lowers to a body with input checks, `realize blur_x`, `produce blur_x`
 /// loops and then `produce blur_y` loops over the output buffer's region.
 pub fn lower(pipeline: &Pipeline, options: &LowerOptions) -> Result<Lowered, LowerError> {
+    let timing = options.time_passes.then(|| (Vec::new(), Clock::now()));
     let tree = schedule_tree::build(pipeline)?;
     let wanted = options
         .print_after
@@ -132,6 +205,7 @@ pub fn lower(pipeline: &Pipeline, options: &LowerOptions) -> Result<Lowered, Low
         dumps: Vec::new(),
         verify: (options.verify || cfg!(debug_assertions))
             .then(|| (buffers.clone(), pipeline.params.clone())),
+        timing,
     };
     let inlined = tree
         .funcs
@@ -182,6 +256,7 @@ pub fn lower(pipeline: &Pipeline, options: &LowerOptions) -> Result<Lowered, Low
             loop_nest,
             schedule_tree: tree,
             dumps: rec.dumps,
+            pass_stats: rec.timing.map(|t| t.0).unwrap_or_default(),
         });
     }
     // The passes engineer's passes, in order.
@@ -219,5 +294,6 @@ pub fn lower(pipeline: &Pipeline, options: &LowerOptions) -> Result<Lowered, Low
         loop_nest,
         schedule_tree: tree,
         dumps: rec.dumps,
+        pass_stats: rec.timing.map(|t| t.0).unwrap_or_default(),
     })
 }

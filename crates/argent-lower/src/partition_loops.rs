@@ -14,6 +14,14 @@
 //! Partitioning never changes results: the prologue and epilogue keep the
 //! original body.
 //!
+//! A loop with inner (serial or parallel) loops is not split: splitting
+//! would copy its whole body, every stage computed inside it, into the
+//! prologue and epilogue, while its own choices run once per iteration.
+//! Only choices inside its inner loops count, and each innermost
+//! statement holding one is versioned instead, in place:
+//! `if (x.steady.min <= x && x < x.steady.end) { steady form } else {
+//! original }`, a branch per iteration of the outer loops.
+//!
 //! ```text
 //! for (x, 0, w) {                           let x.steady.min = min(1, w)
 //!   f[x] = in[max(min(likely(x - 1),        let x.steady.end = max(min(w, in.extent.0 + 1), x.steady.min)
@@ -34,12 +42,19 @@ use std::collections::{HashMap, HashSet};
 /// Partition every serial or parallel loop of `s` whose body has `likely`
 /// boundary cases that depend on the loop variable.
 pub fn partition_loops(s: &Stmt) -> Stmt {
+    partition_loops_versioning_over(s, VERSIONING_MIN_NODES)
+}
+
+/// [`partition_loops`], versioning the bodies over `versioning_min_nodes`
+/// nodes that have inner loops.
+fn partition_loops_versioning_over(s: &Stmt, versioning_min_nodes: usize) -> Stmt {
     // Simplifying afterwards folds constant steady-state bounds and drops
     // pieces that are empty.
     argent_arith::simplify_stmt(
         &Partitioner {
             vector_guards_only: false,
             enclosing: Scope::new(),
+            versioning_min_nodes,
         }
         .mutate_stmt(s),
     )
@@ -55,6 +70,8 @@ struct Partitioner {
     /// vector loop drop the clamps that hold for every tile (`max(x_min,
     /// x_min + xo * 8 + xi)` with `xo >= 0`).
     enclosing: Scope,
+    /// See [`VERSIONING_MIN_NODES`].
+    versioning_min_nodes: usize,
 }
 
 impl Partitioner {
@@ -93,6 +110,15 @@ impl Partitioner {
         let mut steady = Steady {
             var,
             inner_names: names_bound_in(body),
+            only_inside_loops: false,
+            versioning: false,
+            in_leaf: false,
+            recording_only: false,
+            steady_lets: Vec::new(),
+            steady_in_scope: Vec::new(),
+            dependent: HashMap::new(),
+            let_dependent: Vec::new(),
+            loop_dependent: Vec::new(),
             lets: Vec::new(),
             loops: Vec::new(),
             lower: Vec::new(),
@@ -108,12 +134,7 @@ impl Partitioner {
             .enclosing
             .clone()
             .with(var.clone(), Interval::new(min.clone(), last.clone()));
-        let steady_body = Prover {
-            facts: &steady.facts,
-            lets: Vec::new(),
-            scope,
-        }
-        .mutate_stmt(&steady_body);
+        let steady_body = Prover::new(&steady.facts, scope).mutate_stmt(&steady_body);
         let every_lane_steady = steady
             .lower
             .iter()
@@ -139,6 +160,100 @@ impl Partitioner {
             otherwise: Some(Box::new(s.clone())),
         })
     }
+}
+
+/// `var.steady.min <= var && var < var.steady.end`: the condition of a
+/// statement versioned on the steady state of loop `var`.
+fn version_cond(var: &str) -> Expr {
+    let v = Expr::var_i32(var);
+    Expr::and(
+        Expr::le(Expr::var_i32(format!("{var}.steady.min")), v.clone()),
+        Expr::lt(v, Expr::var_i32(format!("{var}.steady.end"))),
+    )
+}
+
+/// The loop variable of a [`version_cond`].
+fn version_var(cond: &Expr) -> Option<&str> {
+    let ExprKind::Binary {
+        op: BinOp::And,
+        a,
+        b,
+    } = cond.kind()
+    else {
+        return None;
+    };
+    let (
+        ExprKind::Binary {
+            op: BinOp::Le,
+            a: lo,
+            b: v1,
+        },
+        ExprKind::Binary {
+            op: BinOp::Lt,
+            a: v2,
+            b: hi,
+        },
+    ) = (a.kind(), b.kind())
+    else {
+        return None;
+    };
+    let var = v1.as_var()?;
+    (v2.as_var() == Some(var)
+        && lo.as_var() == Some(format!("{var}.steady.min").as_str())
+        && hi.as_var() == Some(format!("{var}.steady.end").as_str()))
+    .then_some(var)
+}
+
+/// The smallest loop body (in IR nodes) that is versioned rather than
+/// split: splitting a small body costs little code, and its pieces' loop
+/// ranges tell the simplifier more (a producer's extent per tile becomes
+/// a constant in the steady tiles).
+const VERSIONING_MIN_NODES: usize = 2000;
+
+/// Whether `s` has more than `limit` statement and expression nodes.
+fn stmt_nodes_over(s: &Stmt, limit: usize) -> bool {
+    struct Count(usize, usize);
+    impl Visitor for Count {
+        fn visit_expr(&mut self, e: &Expr) {
+            self.0 += 1;
+            if self.0 <= self.1 {
+                walk_expr(self, e);
+            }
+        }
+        fn visit_stmt(&mut self, s: &Stmt) {
+            self.0 += 1;
+            if self.0 <= self.1 {
+                walk_stmt(self, s);
+            }
+        }
+    }
+    let mut count = Count(0, limit);
+    count.visit_stmt(s);
+    count.0 > limit
+}
+
+/// Whether `s` contains a serial or parallel loop outside vectorised and
+/// unrolled loops (those become straight-line code: a branch inside them
+/// would run for every vector).
+fn has_loop(s: &Stmt) -> bool {
+    struct Find(bool);
+    impl Visitor for Find {
+        fn visit_expr(&mut self, _: &Expr) {}
+        fn visit_stmt(&mut self, s: &Stmt) {
+            match s {
+                Stmt::For {
+                    kind: ForKind::Serial | ForKind::Parallel,
+                    ..
+                } => self.0 = true,
+                // A loop inside a vectorised one runs per vector.
+                Stmt::For { .. } => {}
+                _ => walk_stmt(self, s),
+            }
+        }
+    }
+    let mut find = Find(false);
+    find.visit_stmt(s);
+    find.0
 }
 
 /// Whether `s` has an `if (likely(..))`: the guard of a split loop, which
@@ -189,6 +304,27 @@ impl Partitioner {
     /// Partitions `s` when it is a loop with boundary cases; recurses
     /// into it otherwise.
     fn partition(&mut self, s: &Stmt) -> Stmt {
+        if let Stmt::IfThenElse {
+            cond,
+            then,
+            otherwise: Some(otherwise),
+        } = s
+            && version_var(cond).is_some()
+        {
+            // The original form runs only at the boundary: like a
+            // prologue, it gets guarded vector copies only.
+            let otherwise = Partitioner {
+                vector_guards_only: true,
+                enclosing: self.enclosing.clone(),
+                versioning_min_nodes: self.versioning_min_nodes,
+            }
+            .mutate_stmt(otherwise);
+            return Stmt::IfThenElse {
+                cond: cond.clone(),
+                then: Box::new(self.mutate_stmt(then)),
+                otherwise: Some(Box::new(otherwise)),
+            };
+        }
         if let Some(guarded) = self.guard_vector_loop(s) {
             return guarded;
         }
@@ -205,9 +341,21 @@ impl Partitioner {
         if self.vector_guards_only || !matches!(kind, ForKind::Serial | ForKind::Parallel) {
             return mutate_stmt_children(self, s);
         }
+        // A large body with inner loops (many stages computed inside the
+        // loop) is versioned rather than copied into three pieces.
+        let versioning = has_loop(body) && stmt_nodes_over(body, self.versioning_min_nodes);
         let mut steady = Steady {
             var,
             inner_names: names_bound_in(body),
+            only_inside_loops: versioning,
+            versioning,
+            in_leaf: false,
+            recording_only: false,
+            steady_lets: Vec::new(),
+            steady_in_scope: Vec::new(),
+            dependent: HashMap::new(),
+            let_dependent: Vec::new(),
+            loop_dependent: Vec::new(),
             lets: Vec::new(),
             loops: Vec::new(),
             lower: Vec::new(),
@@ -223,24 +371,18 @@ impl Partitioner {
             Expr::i32(1),
         ));
         let scope = Scope::new().with(var.clone(), Interval::new(min.clone(), last));
-        let steady_body = Prover {
-            facts: &steady.facts,
-            lets: Vec::new(),
-            scope,
+        let mut prover = Prover::new(&steady.facts, scope);
+        if steady.versioning {
+            prover.versioned = Some(var);
+            prover.steady_lets = &steady.steady_lets;
         }
-        .mutate_stmt(&steady_body);
+        let steady_body = prover.mutate_stmt(&steady_body);
         // Outer loops first: the steady state's body is partitioned
         // afterwards (on conditions of inner loop variables). The prologue
         // and epilogue keep the original body: they are short, and
         // partitioning them too would multiply the code by three per
         // nesting level; only their vectorised loops get a guarded
         // steady-state copy.
-        let body = Partitioner {
-            vector_guards_only: true,
-            enclosing: self.enclosing.clone(),
-        }
-        .mutate_stmt(body);
-        let steady_body = self.mutate_stmt(&steady_body);
         let end = simplify(&Expr::add(min.clone(), extent.clone()));
         let lo = steady
             .lower
@@ -256,6 +398,36 @@ impl Partitioner {
             Expr::var_i32(hi_name.clone()),
         );
         let hi = simplify(&Expr::max(Expr::min(hi, end.clone()), lo_var.clone()));
+        if steady.versioning {
+            // One loop whose innermost statements with boundary cases each
+            // choose between their steady state and their original form:
+            // a loop with inner loops would otherwise copy its whole body
+            // (every stage computed inside it) into a prologue and an
+            // epilogue, for a branch per iteration saved.
+            let body = self.mutate_stmt(&steady_body);
+            return Stmt::LetStmt {
+                name: lo_name,
+                value: lo,
+                body: Box::new(Stmt::LetStmt {
+                    name: hi_name,
+                    value: hi,
+                    body: Box::new(Stmt::For {
+                        var: var.clone(),
+                        min: min.clone(),
+                        extent: extent.clone(),
+                        kind: *kind,
+                        body: Box::new(body),
+                    }),
+                }),
+            };
+        }
+        let body = Partitioner {
+            vector_guards_only: true,
+            enclosing: self.enclosing.clone(),
+            versioning_min_nodes: self.versioning_min_nodes,
+        }
+        .mutate_stmt(body);
+        let steady_body = self.mutate_stmt(&steady_body);
         let piece = |from: &Expr, to: &Expr, body: Stmt| Stmt::For {
             var: var.clone(),
             min: from.clone(),
@@ -472,6 +644,34 @@ struct Steady<'a> {
     var: &'a str,
     /// Names bound inside the loop body: a bound mentioning one is useless.
     inner_names: HashSet<String>,
+    /// Only choices inside inner loops count (the loop has inner loops).
+    /// A choice evaluated once per iteration of an outer loop (the bounds
+    /// of a sliding window's producer loops, the guard of a row) costs
+    /// next to nothing, while partitioning on it would copy the whole
+    /// body, every stage computed inside, into a prologue and epilogue.
+    only_inside_loops: bool,
+    /// Build the steady state as versions of the innermost statements
+    /// (see [`Partitioner::partition`]) rather than as a whole body.
+    versioning: bool,
+    /// Inside the innermost statement being versioned.
+    in_leaf: bool,
+    /// Choices are recorded (their bounds and facts) but not replaced.
+    recording_only: bool,
+    /// Lets kept outside the versions, with their values in the steady
+    /// state: (name, value, steady value).
+    steady_lets: Vec<(String, Expr, Expr)>,
+    /// The lets around the current point with a steady value different
+    /// from their own, innermost last.
+    steady_in_scope: Vec<(String, Expr)>,
+    /// The lets and inner loop variables in scope whose values depend on
+    /// the loop variable (with how many bindings of each name do): a
+    /// condition mentioning none of them and not the variable itself
+    /// cannot bound the steady state, and is dismissed without
+    /// substituting and simplifying it.
+    dependent: HashMap<String, usize>,
+    /// For each entry of `lets` and of `loops`, whether it is dependent.
+    let_dependent: Vec<bool>,
+    loop_dependent: Vec<bool>,
     /// Lets enclosing the current point inside the body, outermost first.
     lets: Vec<(String, Expr)>,
     /// Loops enclosing the current point inside the body: (var, min, extent).
@@ -491,12 +691,107 @@ type Solution = (Vec<Expr>, Vec<Expr>, Vec<Expr>);
 /// guard the steady state already assumes).
 struct Prover<'a> {
     facts: &'a [Expr],
+    /// The variables of each fact, computed once.
+    fact_vars: Vec<Vec<String>>,
     lets: Vec<(String, Expr)>,
     /// Ranges of the partitioned loop's variable and of the loops inside.
     scope: Scope,
+    /// The names `scope` binds, with how many times each is bound (a
+    /// quick test of whether an expression depends on a loop).
+    loop_names: HashMap<String, usize>,
+    /// How many of `lets` mention a loop variable, and for each let
+    /// whether it does: computed once when the let is entered rather
+    /// than for every `min`/`max` inside it.
+    loop_dependent_lets: usize,
+    let_depends_on_loop: Vec<bool>,
+    /// When the steady state is versioned on this loop variable, only the
+    /// steady versions are rewritten (everything else also runs outside
+    /// the steady state).
+    versioned: Option<&'a str>,
+    /// Inside the steady version of a statement.
+    in_version: bool,
+    /// Values of lets outside the versions in the steady state (see
+    /// [`Steady::steady_lets`]): proofs inside the versions use them.
+    steady_lets: &'a [(String, Expr, Expr)],
 }
 
-impl Prover<'_> {
+impl<'a> Prover<'a> {
+    fn new(facts: &'a [Expr], scope: Scope) -> Prover<'a> {
+        let mut loop_names = HashMap::new();
+        for (name, _) in scope.iter() {
+            *loop_names.entry(name.to_string()).or_insert(0) += 1;
+        }
+        Prover {
+            facts,
+            fact_vars: facts
+                .iter()
+                .map(|f| vars_of(f).into_iter().collect())
+                .collect(),
+            lets: Vec::new(),
+            scope,
+            loop_names,
+            loop_dependent_lets: 0,
+            let_depends_on_loop: Vec::new(),
+            versioned: None,
+            in_version: false,
+            steady_lets: &[],
+        }
+    }
+
+    /// Whether `e` mentions a variable of the loops in scope.
+    fn mentions_loop(&self, e: &Expr) -> bool {
+        struct Find<'n>(&'n HashMap<String, usize>, bool);
+        impl Visitor for Find<'_> {
+            fn visit_expr(&mut self, e: &Expr) {
+                if self.1 {
+                    return;
+                }
+                if let ExprKind::Var(n) = e.kind() {
+                    self.1 = self.0.contains_key(n);
+                } else {
+                    walk_expr(self, e);
+                }
+            }
+        }
+        let mut find = Find(&self.loop_names, false);
+        find.visit_expr(e);
+        find.1
+    }
+
+    fn push_let(&mut self, name: &str, value: &Expr) {
+        let value = self
+            .steady_lets
+            .iter()
+            .find(|(n, original, _)| n == name && original.same_as(value))
+            .map_or(value, |(_, _, steady)| steady);
+        let depends = self.mentions_loop(value);
+        self.loop_dependent_lets += usize::from(depends);
+        self.let_depends_on_loop.push(depends);
+        self.lets.push((name.to_string(), value.clone()));
+    }
+
+    fn pop_let(&mut self) {
+        self.lets.pop();
+        if self.let_depends_on_loop.pop() == Some(true) {
+            self.loop_dependent_lets -= 1;
+        }
+    }
+
+    fn push_loop(&mut self, name: &str, interval: Interval) {
+        self.scope.push(name.to_string(), interval);
+        *self.loop_names.entry(name.to_string()).or_insert(0) += 1;
+    }
+
+    fn pop_loop(&mut self, name: &str) {
+        self.scope.pop(name);
+        if let Some(count) = self.loop_names.get_mut(name) {
+            *count -= 1;
+            if *count == 0 {
+                self.loop_names.remove(name);
+            }
+        }
+    }
+
     /// Whether `a <= b` follows from a fact `d <= 0` with `a - b - d`
     /// a non-positive constant.
     fn proves_le(&self, a: &Expr, b: &Expr) -> bool {
@@ -506,11 +801,8 @@ impl Prover<'_> {
         // Only choices that depend on a loop variable can be decided by
         // the facts or the loop ranges (this keeps the pass cheap on
         // min/max-heavy code such as sorting networks).
-        let mentions_loop = |e: &Expr| self.scope.iter().any(|(v, _)| expr_uses_var(e, v));
-        // The lets are scanned last, and only when needed: they can be many
-        // and long, while `a` or `b` usually settles the question.
-        let lets_mention_loop = || self.lets.iter().any(|(_, v)| mentions_loop(v));
-        if !mentions_loop(a) && !mentions_loop(b) && !lets_mention_loop() {
+        let mentions_loop = |e: &Expr| self.mentions_loop(e);
+        if !mentions_loop(a) && !mentions_loop(b) && self.loop_dependent_lets == 0 {
             return false;
         }
         let Some(diff) = substitute_lets(&self.lets, &Expr::sub(a.clone(), b.clone())) else {
@@ -529,8 +821,9 @@ impl Prover<'_> {
             .chain(
                 self.facts
                     .iter()
-                    .filter(|f| vars_of(f).iter().any(|v| diff_vars.contains(v)))
-                    .cloned(),
+                    .zip(&self.fact_vars)
+                    .filter(|(_, vars)| vars.iter().any(|v| diff_vars.contains(v)))
+                    .map(|(f, _)| f.clone()),
             )
             .any(|f| {
                 let gap = simplify(&Expr::sub(diff.clone(), f));
@@ -542,12 +835,15 @@ impl Prover<'_> {
 
 impl Mutator for Prover<'_> {
     fn mutate_expr(&mut self, e: &Expr) -> Expr {
+        if self.versioned.is_some() && !self.in_version {
+            return e.clone();
+        }
         let e = match e.kind() {
             ExprKind::Let { name, value, body } => {
                 let v = self.mutate_expr(value);
-                self.lets.push((name.clone(), v.clone()));
+                self.push_let(name, &v);
                 let b = self.mutate_expr(body);
-                self.lets.pop();
+                self.pop_let();
                 return Expr::let_in(name.clone(), v, b);
             }
             _ => mutate_expr_children(self, e),
@@ -576,12 +872,29 @@ impl Mutator for Prover<'_> {
     }
 
     fn mutate_stmt(&mut self, s: &Stmt) -> Stmt {
+        if let (Some(var), false) = (self.versioned, self.in_version)
+            && let Stmt::IfThenElse {
+                cond,
+                then,
+                otherwise,
+            } = s
+            && version_var(cond) == Some(var)
+        {
+            self.in_version = true;
+            let then = self.mutate_stmt(then);
+            self.in_version = false;
+            return Stmt::IfThenElse {
+                cond: cond.clone(),
+                then: Box::new(then),
+                otherwise: otherwise.clone(),
+            };
+        }
         match s {
             Stmt::LetStmt { name, value, body } => {
                 let v = self.mutate_expr(value);
-                self.lets.push((name.clone(), v.clone()));
+                self.push_let(name, &v);
                 let b = self.mutate_stmt(body);
-                self.lets.pop();
+                self.pop_let();
                 Stmt::LetStmt {
                     name: name.clone(),
                     value: v,
@@ -599,15 +912,15 @@ impl Mutator for Prover<'_> {
                     Expr::add(min.clone(), extent.clone()),
                     Expr::i32(1),
                 ));
-                self.scope.push(
-                    var.clone(),
+                self.push_loop(
+                    var,
                     Interval {
                         min: Some(min.clone()),
                         max: Some(last),
                     },
                 );
                 let b = self.mutate_stmt(body);
-                self.scope.pop(var);
+                self.pop_loop(var);
                 Stmt::For {
                     var: var.clone(),
                     min: min.clone(),
@@ -676,6 +989,9 @@ impl Steady<'_> {
     }
 
     fn solve_nonpositive(&self, d: &Expr) -> Option<Solution> {
+        if !self.depends_on_var(d) {
+            return None;
+        }
         let mut d = simplify(&self.substitute_lets(d)?);
         if !argent_ir::visit::expr_uses_var(&d, self.var) {
             return None;
@@ -795,7 +1111,207 @@ impl Steady<'_> {
         }
     }
 
+    /// `s` with each innermost statement (a loop without inner loops or
+    /// any statement other than a block, a `let`, a produce/consume mark,
+    /// an allocation or a loop around loops) that has a boundary case
+    /// versioned: `if (steady) { steady form } else { original }`. The
+    /// statements around them are kept as they are (and their
+    /// expressions untouched: they also run outside the steady state).
+    fn version(&mut self, s: &Stmt) -> Stmt {
+        match s {
+            Stmt::Block(v) => Stmt::Block(v.iter().map(|s| self.version(s)).collect()),
+            Stmt::LetStmt { name, value, body } => {
+                // The binding stays as it is (it also runs outside the
+                // steady state), but inside the versions its value is the
+                // steady one: proofs there use that.
+                let only_inside_loops = std::mem::replace(&mut self.only_inside_loops, false);
+                let steady = self.mutate_expr(value);
+                self.only_inside_loops = only_inside_loops;
+                let changed = steady != *value;
+                if changed {
+                    self.steady_lets
+                        .push((name.clone(), value.clone(), steady.clone()));
+                    self.steady_in_scope.push((name.clone(), steady.clone()));
+                }
+                self.push_let(name, &steady);
+                let body = self.version(body);
+                if changed {
+                    self.steady_in_scope.pop();
+                }
+                self.pop_let();
+                Stmt::LetStmt {
+                    name: name.clone(),
+                    value: value.clone(),
+                    body: Box::new(body),
+                }
+            }
+            Stmt::ProducerConsumer {
+                func,
+                producing,
+                body,
+            } => Stmt::ProducerConsumer {
+                func: func.clone(),
+                producing: *producing,
+                body: Box::new(self.version(body)),
+            },
+            Stmt::Realize {
+                func,
+                ty,
+                bounds,
+                body,
+            } => Stmt::Realize {
+                func: func.clone(),
+                ty: *ty,
+                bounds: bounds.clone(),
+                body: Box::new(self.version(body)),
+            },
+            Stmt::Allocate {
+                buffer,
+                ty,
+                size,
+                body,
+            } => Stmt::Allocate {
+                buffer: buffer.clone(),
+                ty: *ty,
+                size: size.clone(),
+                body: Box::new(self.version(body)),
+            },
+            Stmt::For {
+                var,
+                min,
+                extent,
+                kind: kind @ (ForKind::Serial | ForKind::Parallel),
+                body,
+            } if has_loop(body) => {
+                self.record_choices(min);
+                self.record_choices(extent);
+                self.push_loop(var, min, extent);
+                let body = self.version(body);
+                self.pop_loop();
+                Stmt::For {
+                    var: var.clone(),
+                    min: min.clone(),
+                    extent: extent.clone(),
+                    kind: *kind,
+                    body: Box::new(body),
+                }
+            }
+            _ => {
+                let before = (self.lower.len(), self.upper.len());
+                self.in_leaf = true;
+                let steady = self.mutate_stmt(s);
+                self.in_leaf = false;
+                if (self.lower.len(), self.upper.len()) == before {
+                    return s.clone();
+                }
+                // Inside the version the lets around it have their steady
+                // values: substituting them lets the simplifier fold what
+                // they bound (a producer's extent per tile becomes constant).
+                let steady = if self.steady_in_scope.is_empty() {
+                    steady
+                } else {
+                    let values: HashMap<String, Expr> =
+                        self.steady_in_scope.iter().cloned().collect();
+                    argent_arith::substitute_many_stmt(&steady, &values)
+                };
+                Stmt::IfThenElse {
+                    cond: version_cond(self.var),
+                    then: Box::new(steady),
+                    otherwise: Some(Box::new(s.clone())),
+                }
+            }
+        }
+    }
+
+    /// Whether `e` mentions the loop variable or a dependent binding.
+    fn depends_on_var(&self, e: &Expr) -> bool {
+        struct Find<'a>(&'a str, &'a HashMap<String, usize>, bool);
+        impl Visitor for Find<'_> {
+            fn visit_expr(&mut self, e: &Expr) {
+                if self.2 {
+                    return;
+                }
+                if let ExprKind::Var(n) = e.kind() {
+                    self.2 = n == self.0 || self.1.contains_key(n);
+                } else {
+                    walk_expr(self, e);
+                }
+            }
+        }
+        let mut find = Find(self.var, &self.dependent, false);
+        find.visit_expr(e);
+        find.2
+    }
+
+    fn mark(&mut self, name: &str, dependent: bool) {
+        if dependent {
+            *self.dependent.entry(name.to_string()).or_insert(0) += 1;
+        }
+    }
+
+    fn unmark(&mut self, name: &str, dependent: bool) {
+        if dependent && let Some(count) = self.dependent.get_mut(name) {
+            *count -= 1;
+            if *count == 0 {
+                self.dependent.remove(name);
+            }
+        }
+    }
+
+    fn push_let(&mut self, name: &str, value: &Expr) {
+        let dependent = self.depends_on_var(value);
+        self.mark(name, dependent);
+        self.let_dependent.push(dependent);
+        self.lets.push((name.to_string(), value.clone()));
+    }
+
+    fn pop_let(&mut self) {
+        if let (Some((name, _)), Some(dependent)) = (self.lets.pop(), self.let_dependent.pop()) {
+            self.unmark(&name, dependent);
+        }
+    }
+
+    fn push_loop(&mut self, var: &str, min: &Expr, extent: &Expr) {
+        let dependent = self.depends_on_var(min) || self.depends_on_var(extent);
+        self.mark(var, dependent);
+        self.loop_dependent.push(dependent);
+        self.loops
+            .push((var.to_string(), min.clone(), extent.clone()));
+    }
+
+    fn pop_loop(&mut self) {
+        if let (Some((var, _, _)), Some(dependent)) = (self.loops.pop(), self.loop_dependent.pop())
+        {
+            self.unmark(&var, dependent);
+        }
+    }
+
+    /// Record the bounds and facts of the choices in `e`, an expression
+    /// that stays as it is (it also runs outside the steady state).
+    fn record_choices(&mut self, e: &Expr) {
+        let recording_only = std::mem::replace(&mut self.recording_only, true);
+        let _ = self.mutate_expr(e);
+        self.recording_only = recording_only;
+    }
+
+    /// Whether a choice at the current point may bound the steady state.
+    fn worth_partitioning(&self) -> bool {
+        !self.recording_only && (!self.only_inside_loops || !self.loops.is_empty())
+    }
+
     fn take(&mut self, cond: &Expr) -> bool {
+        if !self.worth_partitioning() {
+            // Not worth versioning on, but its bounds and facts still
+            // narrow the steady state, where the facts decide other
+            // choices (the clamp of a producer's split loop, whose extent
+            // this choice bounds).
+            if let Some((l, u, f)) = self.solve(cond) {
+                self.lower.extend(l);
+                self.upper.extend(u);
+                self.facts.extend(f);
+            }
+            return false;
+        }
         match self.solve(cond) {
             Some((l, u, f)) => {
                 self.lower.extend(l);
@@ -858,9 +1374,9 @@ impl Mutator for Steady<'_> {
             }
             ExprKind::Let { name, value, body } => {
                 let v = self.mutate_expr(value);
-                self.lets.push((name.clone(), v.clone()));
+                self.push_let(name, &v);
                 let b = self.mutate_expr(body);
-                self.lets.pop();
+                self.pop_let();
                 Expr::let_in(name.clone(), v, b)
             }
             _ => mutate_expr_children(self, e),
@@ -868,12 +1384,15 @@ impl Mutator for Steady<'_> {
     }
 
     fn mutate_stmt(&mut self, s: &Stmt) -> Stmt {
+        if self.versioning && !self.in_leaf {
+            return self.version(s);
+        }
         match s {
             Stmt::LetStmt { name, value, body } => {
                 let v = self.mutate_expr(value);
-                self.lets.push((name.clone(), v.clone()));
+                self.push_let(name, &v);
                 let b = self.mutate_stmt(body);
-                self.lets.pop();
+                self.pop_let();
                 Stmt::LetStmt {
                     name: name.clone(),
                     value: v,
@@ -888,9 +1407,9 @@ impl Mutator for Steady<'_> {
                 body,
             } => {
                 let (m, e) = (self.mutate_expr(min), self.mutate_expr(extent));
-                self.loops.push((var.clone(), m.clone(), e.clone()));
+                self.push_loop(var, &m, &e);
                 let b = self.mutate_stmt(body);
-                self.loops.pop();
+                self.pop_loop();
                 Stmt::For {
                     var: var.clone(),
                     min: m,
@@ -914,7 +1433,7 @@ impl Mutator for Steady<'_> {
                 // the conjuncts this loop's variable decides leave the
                 // steady state, the others stay for the loops that decide
                 // them (inside or outside this one).
-                if o.is_none() {
+                if o.is_none() && self.worth_partitioning() {
                     let inner = is_likely_call(&c).unwrap_or(&c).clone();
                     let mut conjuncts = Vec::new();
                     split_conjunction(&inner, &mut conjuncts);
@@ -1325,6 +1844,41 @@ mod tests {
                 want.0, got.0,
                 "input {input_len}@{input_min}, output {out_len}"
             );
+        }
+    }
+
+    #[test]
+    fn large_bodies_with_inner_loops_are_versioned() {
+        // As if the body were large: the steady state is a version of the
+        // inner loop, without the clamp or the guard, and the loop is not
+        // split.
+        let s = partition_loops_versioning_over(&guarded_split(), 0);
+        expect![[r#"
+            let xo.steady.min = min(((out.extent.0 + 7) / 8), 0)
+            let xo.steady.end = max(xo.steady.min, min((out.extent.0 / 8), ((out.extent.0 + 7) / 8)))
+            for (xo, 0, ((out.extent.0 + 7) / 8)) {
+              if ((xo < xo.steady.end)) {
+                for (xi, 0, 8) {
+                  out((xi + (xo * 8))) = (in((xi + (xo * 8))) * 2)
+                }
+              }
+              else {
+                for (xi, 0, 8) {
+                  let x = max(min((xi + (xo * 8)), (out.extent.0 - 1)), 0)
+                  if (likely(((xi + (xo * 8)) < out.extent.0))) {
+                    out(x) = (in(x) * 2)
+                  }
+                }
+              }
+            }
+        "#]].assert_eq(&s.to_string());
+        let original = module_1d(guarded_split());
+        let versioned = module_1d(s);
+        for n in [1, 7, 8, 9, 23, 24] {
+            let input = ramp_input(n as usize);
+            let want = run_1d(&original, &input, 0, n).unwrap();
+            let got = run_1d(&versioned, &input, 0, n).unwrap();
+            assert_eq!(want, got, "output of {n}");
         }
     }
 }

@@ -129,6 +129,11 @@ impl Slider<'_> {
 }
 
 impl Mutator for Slider<'_> {
+    /// Only statements change: expressions are not walked.
+    fn mutate_expr(&mut self, e: &Expr) -> Expr {
+        e.clone()
+    }
+
     fn mutate_stmt(&mut self, s: &Stmt) -> Stmt {
         match s {
             Stmt::For { var, min, kind, .. } if var == self.loop_var && self.in_loop.is_none() => {

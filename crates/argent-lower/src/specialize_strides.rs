@@ -19,7 +19,7 @@
 //! ```
 
 use argent_ir::visit::{Mutator, Visitor, mutate_expr_children, walk_expr};
-use argent_ir::{BufferArg, Expr, ExprKind, Stmt};
+use argent_ir::{BufferArg, Expr, ExprKind, ForKind, Stmt};
 use std::collections::{HashMap, HashSet};
 
 /// Version `s` on the innermost strides of `buffers` (the buffers whose
@@ -28,14 +28,132 @@ use std::collections::{HashMap, HashSet};
 /// `stride.0` is 3 (RGB) or 4 (RGBA) and the others' 1; `s` itself when it
 /// mentions no stride.
 pub fn specialize_strides(s: &Stmt, buffers: &[BufferArg]) -> Stmt {
-    let mut used = UsedNames::default();
-    used.visit_stmt(s);
     let strides: Vec<(String, bool)> = buffers
         .iter()
         .filter(|b| b.dims > 0)
         .map(|b| (format!("{}.stride.0", b.name), b.dims >= 3))
-        .filter(|(name, _)| used.0.contains(name))
         .collect();
+    // Each loop nest is versioned on its own, on the strides it mentions:
+    // versioning the whole body would copy every stage (most only touch
+    // internal buffers, whose strides are known) and the passes after this
+    // one would work through two or three copies of the whole pipeline.
+    version_nests(s, &strides)
+}
+
+/// `s` with every outermost loop (or `let` whose value mentions a stride)
+/// that mentions the innermost stride of a buffer argument versioned.
+fn version_nests(s: &Stmt, strides: &[(String, bool)]) -> Stmt {
+    match s {
+        Stmt::Block(stmts) => {
+            Stmt::Block(stmts.iter().map(|s| version_nests(s, strides)).collect())
+        }
+        Stmt::LetStmt { name, value, body }
+            if mentioned(strides, |v| v.visit_expr(value)).is_empty() =>
+        {
+            Stmt::LetStmt {
+                name: name.clone(),
+                value: value.clone(),
+                body: Box::new(version_nests(body, strides)),
+            }
+        }
+        Stmt::ProducerConsumer {
+            func,
+            producing,
+            body,
+        } => Stmt::ProducerConsumer {
+            func: func.clone(),
+            producing: *producing,
+            body: Box::new(version_nests(body, strides)),
+        },
+        Stmt::Allocate {
+            buffer,
+            ty,
+            size,
+            body,
+        } if mentioned(strides, |v| v.visit_expr(size)).is_empty() => Stmt::Allocate {
+            buffer: buffer.clone(),
+            ty: *ty,
+            size: size.clone(),
+            body: Box::new(version_nests(body, strides)),
+        },
+        Stmt::IfThenElse {
+            cond,
+            then,
+            otherwise,
+        } if mentioned(strides, |v| v.visit_expr(cond)).is_empty() => Stmt::IfThenElse {
+            cond: cond.clone(),
+            then: Box::new(version_nests(then, strides)),
+            otherwise: otherwise
+                .as_ref()
+                .map(|o| Box::new(version_nests(o, strides))),
+        },
+        // A serial loop around other loops is versioned inside, where
+        // its stages are (a tile loop computes many stages of which few
+        // touch the buffer arguments); the innermost serial loops are
+        // versioned whole, so no element pays a branch.
+        Stmt::For {
+            var,
+            min,
+            extent,
+            kind: kind @ (ForKind::Serial | ForKind::Parallel),
+            body,
+        } if has_loop(body)
+            && mentioned(strides, |v| {
+                v.visit_expr(min);
+                v.visit_expr(extent)
+            })
+            .is_empty() =>
+        {
+            Stmt::For {
+                var: var.clone(),
+                min: min.clone(),
+                extent: extent.clone(),
+                kind: *kind,
+                body: Box::new(version_nests(body, strides)),
+            }
+        }
+        _ => {
+            let used = mentioned(strides, |v| v.visit_stmt(s));
+            version(s, &used)
+        }
+    }
+}
+
+/// Whether `s` contains a loop.
+fn has_loop(s: &Stmt) -> bool {
+    struct Find(bool);
+    impl Visitor for Find {
+        fn visit_expr(&mut self, _: &Expr) {}
+        fn visit_stmt(&mut self, s: &Stmt) {
+            if matches!(s, Stmt::For { .. }) {
+                self.0 = true;
+            }
+            if !self.0 {
+                argent_ir::visit::walk_stmt(self, s);
+            }
+        }
+    }
+    let mut find = Find(false);
+    find.visit_stmt(s);
+    find.0
+}
+
+/// The strides (with whether their buffer has channels) that `visit` finds.
+fn mentioned(
+    strides: &[(String, bool)],
+    visit: impl FnOnce(&mut UsedNames),
+) -> Vec<(String, bool)> {
+    let mut used = UsedNames::default();
+    visit(&mut used);
+    strides
+        .iter()
+        .filter(|(name, _)| used.0.contains(name))
+        .cloned()
+        .collect()
+}
+
+/// Version `s` on `strides`, the innermost strides it mentions.
+fn version(s: &Stmt, strides: &[(String, bool)]) -> Stmt {
     if strides.is_empty() {
         return s.clone();
     }

@@ -133,6 +133,12 @@ impl Folder<'_> {
 }
 
 impl Mutator for Folder<'_> {
+    /// Expressions hold no `Realize`: walking them would only cost time
+    /// (once per folded func, over the whole pipeline).
+    fn mutate_expr(&mut self, e: &Expr) -> Expr {
+        e.clone()
+    }
+
     fn mutate_stmt(&mut self, s: &Stmt) -> Stmt {
         if let Stmt::Realize {
             func,

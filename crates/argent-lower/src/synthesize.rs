@@ -424,6 +424,11 @@ fn wrap_loop_body(s: &Stmt, loop_var: &str, wrap: &mut dyn FnMut(Stmt) -> Stmt) 
         found: bool,
     }
     impl Mutator for Finder<'_> {
+        /// Only statements change: expressions are not walked.
+        fn mutate_expr(&mut self, e: &Expr) -> Expr {
+            e.clone()
+        }
+
         fn mutate_stmt(&mut self, s: &Stmt) -> Stmt {
             if self.found {
                 return s.clone();
