@@ -57,6 +57,10 @@ pub enum ExecError {
     /// Compiler bug: the module is not executable (unflattened `Provide`,
     /// a variable or buffer that nothing binds, ...).
     Malformed(String),
+    /// The run needed more loop iterations than the caller allowed
+    /// ([`run_with_budget`]): the schedule recomputes far more than the
+    /// output needs. Not a wrong result, a refusal to spend the time.
+    BudgetExceeded { iterations: u64 },
 }
 
 impl ExecError {
@@ -100,6 +104,10 @@ impl fmt::Display for ExecError {
                 )
             }
             ExecError::Malformed(m) => write!(f, "compiler bug: {m}"),
+            ExecError::BudgetExceeded { iterations } => write!(
+                f,
+                "the program needs more than {iterations} loop iterations, the budget of this run"
+            ),
         }
     }
 }
@@ -158,8 +166,26 @@ pub fn run(
     outputs: &mut [(&str, &mut Buffer)],
     params: &[(&str, Value)],
 ) -> Result<ExecStats, ExecError> {
+    run_with_budget(module, inputs, outputs, params, u64::MAX)
+}
+
+/// [`run`], stopping with [`ExecError::BudgetExceeded`] once more than
+/// `max_iterations` loop iterations (of all loops together) have run, so
+/// that a check over random schedules can refuse one that recomputes
+/// without bound instead of running for hours.
+pub fn run_with_budget(
+    module: &Module,
+    inputs: &[(&str, &Buffer)],
+    outputs: &mut [(&str, &mut Buffer)],
+    params: &[(&str, Value)],
+    max_iterations: u64,
+) -> Result<ExecStats, ExecError> {
     let mut compiler = Compiler::default();
-    let mut ex = Executor::default();
+    let mut ex = Executor {
+        budget: max_iterations,
+        max_iterations,
+        ..Executor::default()
+    };
     // Buffer arguments.
     let mut output_storage: Vec<(usize, usize)> = Vec::new();
     for arg in &module.buffers {
@@ -715,6 +741,9 @@ struct Executor {
     /// Values stored per buffer id (turned into `stats.stores` at the end).
     store_counts: Vec<u64>,
     stats: ExecStats,
+    /// Loop iterations left before the run stops, and the budget it had.
+    budget: u64,
+    max_iterations: u64,
 }
 
 fn lanewise(a: &Val, b: &Val, f: impl Fn(i64, i64) -> i64) -> Val {
@@ -1042,6 +1071,13 @@ impl Executor {
                 body,
             } => {
                 let (m, n) = (self.eval(min)?.lane(0), self.eval(extent)?.lane(0));
+                let trips = n.max(0) as u64;
+                if trips > self.budget {
+                    return Err(Box::new(ExecError::BudgetExceeded {
+                        iterations: self.max_iterations,
+                    }));
+                }
+                self.budget -= trips;
                 let old = self.frame[*slot].clone();
                 let mut r = Ok(());
                 for i in 0..n.max(0) {

@@ -346,9 +346,15 @@ pub fn stage_loop_nest(f: &Func, band: &StageBand) -> Result<Stmt, LowerError> {
                     .get(outer)
                     .cloned()
                     .ok_or_else(|| LowerBug(format!("fuse of unknown dim {outer}")))?;
+                // An empty region may give both extents negative; their
+                // product must not turn into a positive trip count.
+                let nonnegative = |e: &Expr| Expr::max(e.clone(), Expr::i32(0));
                 ranges.insert(
                     fused.clone(),
-                    (Expr::i32(0), simplify(&Expr::mul(ei.clone(), eo.clone()))),
+                    (
+                        Expr::i32(0),
+                        simplify(&Expr::mul(nonnegative(&ei), nonnegative(&eo))),
+                    ),
                 );
                 let fv = var(format!("{prefix}{fused}"));
                 // Both definitions go in one group: the inner one is pushed

@@ -16,7 +16,7 @@
 
 use argent_interp::{Buffer, Value};
 use argent_ir::{BufferRole, Pipeline};
-use argent_lower::exec::ExecError;
+use argent_lower::exec::{ExecError, ExecStats};
 use argent_lower::random_schedule::{FULLY_RANDOM_MAX_FUNCS, seeded_schedule};
 use argent_lower::{LowerError, LowerOptions, lower};
 use std::sync::Mutex;
@@ -49,7 +49,8 @@ fn load_photo(name: &str) -> (usize, usize, Vec<u8>) {
 }
 
 /// The inputs of `p` as a crop of the photo at (`x0`, `y0`) covering
-/// `[-margin, w + margin)` x `[-margin, h + margin)`: three-dimensional
+/// `[-margin, w + margin)` x `[-margin, h + margin)` (and the channels
+/// `[-margin, 3 + margin)` for a margin of `PADDING` or more): three-dimensional
 /// inputs get its RGB channels, two-dimensional ones its luma, scaled to
 /// the input's type.
 fn photo_inputs(
@@ -61,14 +62,18 @@ fn photo_inputs(
 ) -> Vec<(String, Buffer)> {
     let (pw, _, rgb) = photo;
     let sample = |x: i64, y: i64, c: i64| -> i64 {
-        rgb[((y0 + y) as usize * pw + (x0 + x) as usize) * 3 + c as usize] as i64
+        rgb[((y0 + y) as usize * pw + (x0 + x) as usize) * 3 + c.rem_euclid(3) as usize] as i64
     };
     p.inputs
         .iter()
         .map(|input| {
             let dims = input.dims.len();
-            let extents: Vec<i64> = [w + 2 * margin, h + 2 * margin, 3][..dims.min(3)].to_vec();
-            let mins: Vec<i64> = [-margin, -margin, 0][..dims.min(3)].to_vec();
+            // The padded inputs have an apron in the channels too (the
+            // photo's channels repeated): round-up splits of `c` read it.
+            let cm = if margin >= PADDING { margin } else { 0 };
+            let extents: Vec<i64> =
+                [w + 2 * margin, h + 2 * margin, 3 + 2 * cm][..dims.min(3)].to_vec();
+            let mins: Vec<i64> = [-margin, -margin, -cm][..dims.min(3)].to_vec();
             let mut b = Buffer::new(input.ty, &extents).with_min(&mins);
             b.fill(|at| {
                 let v = if dims >= 3 {
@@ -100,19 +105,58 @@ struct SizeCase {
     region: Vec<(i64, i64)>,
     inputs: Vec<(String, Buffer)>,
     expected: Vec<Buffer>,
+    /// The same output region from inputs with a `PADDING` apron, and
+    /// the interpreter's result for them: a schedule that needs a larger
+    /// input than `inputs` (round-up splits of a stage that reads an
+    /// input without a boundary condition) is checked on these instead of
+    /// being refused.
+    padded: Option<(Vec<(String, Buffer)>, Vec<Buffer>)>,
 }
+
+/// The apron of the padded inputs: more than any two nested splits of
+/// the random schedules can round up (factors of at most 16).
+const PADDING: i64 = 40;
 
 enum Outcome {
-    Matches,
+    /// Output identical to the interpreter's; what the run did.
+    Matches(ExecStats),
     /// The schedule legitimately needs a larger input (round-up and
     /// shift-inwards splits of a stage that reads an input without a
-    /// boundary condition, as in Halide); the check says so before running.
+    /// boundary condition, as in Halide), even the padded one; the
+    /// program's check says so before running.
     NeedsLargerInput,
+    /// The schedule recomputes so much that one run needs more than
+    /// `ITERATION_BUDGET` loop iterations: refused (and named in the
+    /// output) rather than run for minutes or hours.
+    OverBudget,
 }
 
+/// Loop iterations one run of a random schedule may take in the executor
+/// (a minute or more on this machine's loaded cores); above, the run is
+/// refused as too costly. A hang in a lowered program shows up as such a refusal with its
+/// seed printed, never as a stuck test.
+const ITERATION_BUDGET: u64 = 200_000_000;
+
 /// Run the lowered `module` on one size and compare with the reference.
-fn run_case(module: &argent_ir::Module, case: &SizeCase) -> Result<Outcome, String> {
-    let inputs: Vec<(&str, &Buffer)> = case.inputs.iter().map(|(n, b)| (n.as_str(), b)).collect();
+fn run_case(module: &argent_ir::Module, case: &SizeCase, budget: u64) -> Result<Outcome, String> {
+    match run_on(module, case, &case.inputs, &case.expected, budget)? {
+        Outcome::NeedsLargerInput => match &case.padded {
+            Some((inputs, expected)) => run_on(module, case, inputs, expected, budget),
+            None => Ok(Outcome::NeedsLargerInput),
+        },
+        outcome => Ok(outcome),
+    }
+}
+
+/// Run the lowered `module` on `inputs` and compare with `expected`.
+fn run_on(
+    module: &argent_ir::Module,
+    case: &SizeCase,
+    inputs: &[(String, Buffer)],
+    expected: &[Buffer],
+    budget: u64,
+) -> Result<Outcome, String> {
+    let inputs: Vec<(&str, &Buffer)> = inputs.iter().map(|(n, b)| (n.as_str(), b)).collect();
     let mut outputs: Vec<(String, Buffer)> = module
         .buffers
         .iter()
@@ -128,20 +172,59 @@ fn run_case(module: &argent_ir::Module, case: &SizeCase) -> Result<Outcome, Stri
         .collect();
     let mut out_refs: Vec<(&str, &mut Buffer)> =
         outputs.iter_mut().map(|(n, b)| (n.as_str(), b)).collect();
-    match argent_lower::exec::run(module, &inputs, &mut out_refs, &[]) {
-        Ok(_) => {}
-        Err(ExecError::AssertFailed {
-            kind: argent_ir::AssertKind::InputTooSmall { .. },
-            ..
-        }) => return Ok(Outcome::NeedsLargerInput),
-        Err(e) => return Err(format!("the executor fails: {e}")),
-    }
-    for ((name, got), expected) in outputs.iter().zip(&case.expected) {
+    let stats =
+        match argent_lower::exec::run_with_budget(module, &inputs, &mut out_refs, &[], budget) {
+            Ok(stats) => stats,
+            Err(ExecError::AssertFailed {
+                kind: argent_ir::AssertKind::InputTooSmall { .. },
+                ..
+            }) => return Ok(Outcome::NeedsLargerInput),
+            Err(ExecError::BudgetExceeded { .. }) => return Ok(Outcome::OverBudget),
+            Err(e) => return Err(format!("the executor fails: {e}")),
+        };
+    for ((name, got), expected) in outputs.iter().zip(expected) {
         if !got.same_contents(expected) {
             return Err(format!("output `{name}` differs from the interpreter"));
         }
     }
-    Ok(Outcome::Matches)
+    Ok(Outcome::Matches(stats))
+}
+
+/// The three sizes of the check (1x1, 17x3 and a 24x16 crop of the photo,
+/// each from a different place of the photo) with the interpreter's result.
+fn size_cases(name: &str, p: &Pipeline, photo: &(usize, usize, Vec<u8>)) -> Vec<SizeCase> {
+    let rank = p
+        .outputs
+        .first()
+        .and_then(|o| p.func(o))
+        .map_or(2, |f| f.args.len());
+    let mut cases = Vec::new();
+    for (label, w, h, x0, y0) in [
+        ("1x1", 1, 1, 200, 100),
+        ("17x3", 17, 3, 150, 120),
+        ("24x16 photo crop", 24, 16, 180, 90),
+    ] {
+        let region: Vec<(i64, i64)> = [(0, w), (0, h), (0, 3)][..rank].to_vec();
+        // Inputs of exactly the output's size, or, for stages that read
+        // them without a boundary condition, with an apron around.
+        let reference = |margin: i64| {
+            let inputs = photo_inputs(p, &photo, (w, h), (x0, y0), margin);
+            let refs: Vec<(&str, &Buffer)> = inputs.iter().map(|(n, b)| (n.as_str(), b)).collect();
+            argent_interp::realize(p, &refs, &[], &region).map(|e| (inputs, e))
+        };
+        let (inputs, expected) = reference(0)
+            .or_else(|_| reference(8))
+            .unwrap_or_else(|e| panic!("{name} at {label}: the interpreter fails: {e:?}"));
+        let padded = reference(PADDING).ok();
+        cases.push(SizeCase {
+            label,
+            region,
+            inputs,
+            expected,
+            padded,
+        });
+    }
+    cases
 }
 
 fn examples() -> Vec<(String, Pipeline)> {
@@ -176,6 +259,8 @@ struct Tally {
     known_hangs: usize,
     known_wrong: usize,
     needs_larger_input: usize,
+    /// (seed, size) cases refused for needing more than ITERATION_BUDGET.
+    over_budget: Vec<String>,
     unboundable: usize,
     failures: Vec<String>,
 }
@@ -227,20 +312,18 @@ fn seed_count(name: &str, costly: Option<&[(&str, u64)]>) -> u64 {
     }
 }
 
-/// Open bug: (example, seed) whose schedule lowers but does not finish in
-/// the executor even at 1x1 (over 10 minutes; a hang or a blow-up, not
-/// yet diagnosed). Skipped and counted so the rest of the sweep runs;
-/// `ONLY=bicubic_resize SEED=53 VERBOSE=1` prints the schedule (bicubic's
-/// own plus `kernel_x.fuse(x, t, t_fm0)`, `begin_x.unroll(x, 2)`,
-/// `resized_y.fuse(x, y, x_fm2)`).
-const KNOWN_HANGS: [(&str, u64); 1] = [("bicubic_resize.ag", 53)];
+/// Open bugs: (example, seed) whose schedule lowers but does not finish
+/// in the executor. Skipped and counted so the rest of the sweep runs.
+/// Empty: bicubic_resize seed 53 (a producer computed inside a fused loop
+/// recomputes its whole strip per point) is now refused by the iteration
+/// budget, see `a_producer_inside_a_fused_loop_is_refused_by_the_iteration_budget`.
+const KNOWN_HANGS: [(&str, u64); 0] = [];
 
-/// Open bug: (example, seed) whose lowered program is wrong, checked to
-/// still fail so that a fix shows up. harris seed 22 (a mutation of the
-/// own schedule): `sxy_sum0.update(0).fuse(x, y, y_fm0)` on the inlined
-/// `sum` with `response.compute_inline()` makes the executor read
-/// `sxy_sum0` at 0, outside its region 0..0, at every size.
-const KNOWN_WRONG: [(&str, u64); 1] = [("harris.ag", 22)];
+/// Open bugs: (example, seed) whose lowered program is wrong, checked to
+/// still fail so that a fix shows up. Empty: harris seed 22 (a fused loop
+/// over an empty region ran a positive number of times) is fixed, see
+/// `a_fused_loop_over_an_empty_region_runs_no_iteration`.
+const KNOWN_WRONG: [(&str, u64); 0] = [];
 
 /// How often an unboundable schedule is drawn again, and the distance
 /// between the seeds of one stream (seed `s` tries `s`, `s + STRIDE`, ...).
@@ -274,41 +357,12 @@ fn check_random_schedules(costly: Option<&[(&str, u64)]>) {
             );
             continue;
         }
-        let rank = p
-            .outputs
-            .first()
-            .and_then(|o| p.func(o))
-            .map_or(2, |f| f.args.len());
-        let mut cases = Vec::new();
-        for (label, w, h, x0, y0) in [
-            ("1x1", 1, 1, 200, 100),
-            ("17x3", 17, 3, 150, 120),
-            ("24x16 photo crop", 24, 16, 180, 90),
-        ] {
-            let region: Vec<(i64, i64)> = [(0, w), (0, h), (0, 3)][..rank].to_vec();
-            // Inputs of exactly the output's size, or, for stages that read
-            // them without a boundary condition, with an apron around.
-            let reference = |margin: i64| {
-                let inputs = photo_inputs(&p, &photo, (w, h), (x0, y0), margin);
-                let refs: Vec<(&str, &Buffer)> =
-                    inputs.iter().map(|(n, b)| (n.as_str(), b)).collect();
-                argent_interp::realize(&p, &refs, &[], &region).map(|e| (inputs, e))
-            };
-            let (inputs, expected) = reference(0)
-                .or_else(|_| reference(8))
-                .unwrap_or_else(|e| panic!("{name} at {label}: the interpreter fails: {e:?}"));
-            cases.push(SizeCase {
-                label,
-                region,
-                inputs,
-                expected,
-            });
-        }
+        let cases = size_cases(&name, &p, &photo);
         // The example's own schedule first, then the random ones, on two
         // threads (seeds interleaved).
         let own = lower(&p, &options).unwrap_or_else(|e| panic!("{name}: {e}"));
         for case in &cases {
-            match run_case(&own.module, case) {
+            match run_case(&own.module, case, ITERATION_BUDGET) {
                 Err(e) => {
                     let failure = format!("{name} (own schedule) at {}: {e}", case.label);
                     tally.lock().unwrap().failures.push(failure);
@@ -376,31 +430,41 @@ fn check_random_schedules(costly: Option<&[(&str, u64)]>) {
                         let module = match lowered {
                             Ok(module) => module,
                             Err(e) => {
-                                tally.lock().unwrap().failures.push(format!(
+                                let failure = format!(
                                     "{name} seed {seed}: lowering fails: {e}\n    {}",
                                     schedule()
-                                ));
+                                );
+                                eprintln!("  FAILURE {failure}");
+                                tally.lock().unwrap().failures.push(failure);
                                 continue;
                             }
                         };
                         let known_wrong = KNOWN_WRONG.contains(&(name.as_str(), seed));
                         let mut wrong_sizes = 0;
                         for case in cases {
-                            let outcome = run_case(&module, case);
+                            let outcome = run_case(&module, case, ITERATION_BUDGET);
                             let mut t = tally.lock().unwrap();
                             t.runs += 1;
                             match outcome {
-                                Ok(Outcome::Matches) => t.compared += 1,
+                                Ok(Outcome::Matches(_)) => t.compared += 1,
                                 Ok(Outcome::NeedsLargerInput) => t.needs_larger_input += 1,
+                                Ok(Outcome::OverBudget) => {
+                                    t.over_budget.push(format!("{seed} at {}", case.label))
+                                }
                                 Err(_) if known_wrong => {
                                     wrong_sizes += 1;
                                     t.known_wrong += 1;
                                 }
-                                Err(e) => t.failures.push(format!(
-                                    "{name} seed {seed} at {}: {e}\n    {}",
-                                    case.label,
-                                    schedule()
-                                )),
+                                Err(e) => {
+                                    let failure = format!(
+                                        "{name} seed {seed} at {}: {e}\n    {}",
+                                        case.label,
+                                        schedule()
+                                    );
+                                    // At once: a long sweep names its failures as they come.
+                                    eprintln!("  FAILURE {failure}");
+                                    t.failures.push(failure)
+                                }
                             }
                         }
                         if known_wrong && wrong_sizes == 0 {
@@ -423,12 +487,18 @@ fn check_random_schedules(costly: Option<&[(&str, u64)]>) {
             "mutated"
         };
         eprintln!(
-            "{name}: {seeds} {kind} schedules x {} sizes in {:.1?}: {} runs, {} compared, {} need a larger input, {} unboundable schedules ({} drawn again), {} failures",
+            "{name}: {seeds} {kind} schedules x {} sizes in {:.1?}: {} runs, {} compared, {} need a larger input, {} over the iteration budget{}, {} unboundable schedules ({} drawn again), {} failures",
             cases.len(),
             start.elapsed(),
             t.runs,
             t.compared,
             t.needs_larger_input,
+            t.over_budget.len(),
+            if t.over_budget.is_empty() {
+                String::new()
+            } else {
+                format!(" (seed {})", t.over_budget.join(", "))
+            },
             t.unboundable,
             t.redraws,
             t.failures.len()
@@ -447,6 +517,9 @@ fn check_random_schedules(costly: Option<&[(&str, u64)]>) {
         total.seeds += seeds as usize;
         total.runs += t.runs;
         total.needs_larger_input += t.needs_larger_input;
+        total
+            .over_budget
+            .extend(t.over_budget.iter().map(|c| format!("{name} {c}")));
         total.unboundable += t.unboundable;
         total.redraws += t.redraws;
         total.known_hangs += t.known_hangs;
@@ -456,11 +529,12 @@ fn check_random_schedules(costly: Option<&[(&str, u64)]>) {
     }
     let t = total;
     println!(
-        "{checked} examples: {} seeds, {} runs, {} compared, {} needing a larger input, {} schedules with unboundable regions ({} drawn again), {} known hangs skipped, {} known wrong results",
+        "{checked} examples: {} seeds, {} runs, {} compared, {} needing a larger input, {} over the iteration budget, {} schedules with unboundable regions ({} drawn again), {} known hangs skipped, {} known wrong results",
         t.seeds,
         t.runs,
         t.compared,
         t.needs_larger_input,
+        t.over_budget.len(),
         t.unboundable,
         t.redraws,
         t.known_hangs,
@@ -473,4 +547,102 @@ fn check_random_schedules(costly: Option<&[(&str, u64)]>) {
         t.failures.len(),
         t.failures[..t.failures.len().min(12)].join("\n")
     );
+}
+
+/// `example` under `schedule` (a `schedule { ... }` block replacing its
+/// own), lowered with the verifier on and run at every size of the check:
+/// the output must equal the interpreter's. Returns each size's stats.
+fn run_example_with_schedule(example: &str, schedule: &str) -> Vec<(&'static str, ExecStats)> {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples");
+    let src = std::fs::read_to_string(format!("{dir}/{example}")).unwrap();
+    let mut p = argent_lang::compile(&src).unwrap_or_else(|e| panic!("{example}: {e:?}"));
+    p.schedule = argent_lang::parse_schedule(schedule, &p)
+        .unwrap_or_else(|e| panic!("{example}: the schedule does not parse: {e:?}"));
+    let options = LowerOptions {
+        verify: true,
+        ..Default::default()
+    };
+    let module = lower(&p, &options)
+        .unwrap_or_else(|e| panic!("{example}: {e}"))
+        .module;
+    let photo = load_photo("chelsea.png");
+    size_cases(example, &p, &photo)
+        .iter()
+        .map(|case| match run_case(&module, case, ITERATION_BUDGET) {
+            Ok(Outcome::Matches(stats)) => (case.label, stats),
+            Ok(other) => panic!(
+                "{example} at {}: {}",
+                case.label,
+                match other {
+                    Outcome::NeedsLargerInput => "input too small",
+                    _ => "over the iteration budget",
+                }
+            ),
+            Err(e) => panic!("{example} at {}: {e}", case.label),
+        })
+        .collect()
+}
+
+/// Regression (harris seed 22): a fused loop of a func whose region is
+/// empty in some tile iterations (the 256x128 tile is larger than the
+/// output, so `sxy_sum0`'s region per point of the tile tail is empty)
+/// multiplied two negative extents into a positive trip count and wrote
+/// outside the allocation. The fused extent is now the product of the
+/// extents clamped at zero.
+#[test]
+fn a_fused_loop_over_an_empty_region_runs_no_iteration() {
+    let results = run_example_with_schedule(
+        "harris.ag",
+        "schedule {
+           out.tile(x, y, xi, yi, 256, 128)
+           iy.vectorize(x, 4)
+           sxy_sum0.update(0).fuse(x, y, xy)
+         }",
+    );
+    for (label, stats) in results {
+        // Nine taps per output point (3x3 box), nothing more: the tile's
+        // tail points outside the output compute nothing.
+        let points = stats.stores_to("out");
+        assert_eq!(stats.stores_to("sxy_sum0"), points * 10, "{label}\n{stats}");
+    }
+}
+
+/// bicubic_resize seed 53 (formerly a "hang"): with
+/// `resized_y.fuse(x, y, xy)`, its inline sum `resized_y_sum0` is computed
+/// inside the fused loop, whose variables are `xy % e` and `xy / e` of a
+/// symbolic extent `e`. Bounds inference gives such a quotient no bounds
+/// (and the remainder all of `0..e`), so each point of `resized_y`
+/// recomputes its sum over the whole strip: quadratic work, 10.9 M values
+/// of the sum for 2,592 points at 17x3, hours at 24x16. The executor's
+/// iteration budget turns that into a clear refusal instead of a stuck
+/// test. (Bounding `a / b` and `a % b` of single points as single points,
+/// as Halide does, removes the blow-up but exposes an unsound clamp rule
+/// in `arith.rs`; see the report of this branch.)
+#[test]
+fn a_producer_inside_a_fused_loop_is_refused_by_the_iteration_budget() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples");
+    let src = std::fs::read_to_string(format!("{dir}/bicubic_resize.ag")).unwrap();
+    let mut p = argent_lang::compile(&src).unwrap();
+    p.schedule = argent_lang::parse_schedule(
+        "schedule {
+           kernel_x.compute_root()
+           kernel_y.compute_root()
+           out.split(y, yo, yi, 32).reorder(c, x, yi, yo).vectorize(x, 16).parallel(yo)
+           resized_y.compute_at(out, yo).reorder(c, x, y).vectorize(x, 4).fuse(x, y, xy)
+         }",
+        &p,
+    )
+    .unwrap();
+    let module = lower(&p, &LowerOptions::default()).unwrap().module;
+    let photo = load_photo("chelsea.png");
+    let cases = size_cases("bicubic_resize.ag", &p, &photo);
+    // 1x1 fits a budget of 20 M iterations and matches; 24x16 needs far more.
+    assert!(matches!(
+        run_case(&module, &cases[0], 20_000_000),
+        Ok(Outcome::Matches(_))
+    ));
+    assert!(matches!(
+        run_case(&module, &cases[2], 20_000_000),
+        Ok(Outcome::OverBudget)
+    ));
 }
