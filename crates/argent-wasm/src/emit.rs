@@ -101,6 +101,13 @@ pub(crate) struct FnBuilder<'c> {
     /// Locals handed out since the current statement started, when it is
     /// one whose temporaries all die at its end (a store).
     temporaries: Option<Vec<(ValType, u32)>>,
+    /// Vector values already computed in the current store statement, so a
+    /// subexpression that occurs several times (`f32(in[i])` read by both
+    /// sides of a `select`, say) is computed once. Nothing stores to memory
+    /// inside one expression, so loads may be shared too. `None` outside a
+    /// store, and while code runs conditionally (a local set in one branch
+    /// would be unset in the other).
+    pub(crate) vector_cache: Option<Vec<(Expr, u8, VecVal)>>,
 }
 
 pub(crate) fn mem(offset: u64, align: u32) -> MemArg {
@@ -188,6 +195,7 @@ impl<'c> FnBuilder<'c> {
             in_task,
             free: Vec::new(),
             temporaries: None,
+            vector_cache: None,
         }
     }
 
@@ -367,9 +375,15 @@ impl<'c> FnBuilder<'c> {
                 if has_load(then) || has_load(otherwise) {
                     self.expr(cond)?;
                     self.emit(I::If(BlockType::Result(val_type(ty)?)));
-                    self.expr(then)?;
-                    self.emit(I::Else);
-                    self.expr(otherwise)?;
+                    // Values computed in one branch must not be reused after it.
+                    let cache = self.vector_cache.take();
+                    let branches = (|| {
+                        self.expr(then)?;
+                        self.emit(I::Else);
+                        self.expr(otherwise)
+                    })();
+                    self.vector_cache = cache;
+                    branches?;
                     self.emit(I::End);
                 } else {
                     self.expr(then)?;
@@ -403,10 +417,16 @@ impl<'c> FnBuilder<'c> {
     fn bind_value(&mut self, value: &Expr) -> Result<Binding, CodegenError> {
         if value.ty().is_vector() {
             let mark = self.code.len();
+            let cache_mark = self.vector_cache.as_ref().map(Vec::len);
             match self.vexpr_any(value) {
                 Ok(v) => return Ok(Binding::Vector(v)),
                 Err(crate::simd::VErr::Fatal(e)) => return Err(e),
-                Err(crate::simd::VErr::Unsupported) => self.code.truncate(mark),
+                Err(crate::simd::VErr::Unsupported) => {
+                    self.code.truncate(mark);
+                    if let (Some(cache), Some(len)) = (&mut self.vector_cache, cache_mark) {
+                        cache.truncate(len);
+                    }
+                }
             }
             // Lane by lane: a vector of scalar locals.
             let lanes = value.ty().lanes;

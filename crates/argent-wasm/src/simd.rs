@@ -70,6 +70,21 @@ fn dense_or_strided(index: &Expr) -> Option<(Expr, i64)> {
     None
 }
 
+/// Whether computing `e` costs enough that an equal occurrence later in
+/// the same statement should reuse its registers (variables, constants and
+/// broadcasts are as cheap to recompute as to look up).
+fn worth_sharing(e: &Expr) -> bool {
+    matches!(
+        e.kind(),
+        ExprKind::Load { .. }
+            | ExprKind::Cast { .. }
+            | ExprKind::Binary { .. }
+            | ExprKind::Select { .. }
+            | ExprKind::Call { .. }
+            | ExprKind::Shuffle { .. }
+    )
+}
+
 /// `base + c`, without a useless `+ 0`.
 fn offset_index(base: &Expr, c: i64) -> Expr {
     if c == 0 {
@@ -275,19 +290,45 @@ impl FnBuilder<'_> {
         if ty.is_scalar() {
             return Err(VErr::Unsupported);
         }
+        let key_bits = if ty.is_bool() { mask_bits } else { 0 };
+        let shareable = self.vector_cache.is_some() && worth_sharing(e);
+        if shareable && let Some(v) = self.cached_vector(e, key_bits) {
+            return Ok(v);
+        }
         let mark = self.code.len();
+        let cache_mark = self.vector_cache.as_ref().map_or(0, Vec::len);
         let v = match self.vexpr_node(e, mask_bits) {
             Ok(v) => v,
             Err(VErr::Unsupported) => {
+                // Values computed by the discarded code are gone with it.
                 self.code.truncate(mark);
+                if let Some(cache) = &mut self.vector_cache {
+                    cache.truncate(cache_mark);
+                }
                 self.lanewise(e, bits)?
             }
             Err(fatal) => return Err(fatal),
         };
-        if ty.is_bool() && v.lane_bits != mask_bits {
-            return self.mask_convert(&v, mask_bits);
+        let v = if ty.is_bool() && v.lane_bits != mask_bits {
+            self.mask_convert(&v, mask_bits)?
+        } else {
+            v
+        };
+        if shareable && let Some(cache) = &mut self.vector_cache {
+            cache.push((e.clone(), key_bits, v.clone()));
         }
         Ok(v)
+    }
+
+    /// The registers of an equal expression computed earlier in this
+    /// statement, if any.
+    fn cached_vector(&self, e: &Expr, key_bits: u8) -> Option<VecVal> {
+        let cache = self.vector_cache.as_ref()?;
+        cache
+            .iter()
+            .rev()
+            .find(|(k, b, _)| *b == key_bits && (std::ptr::eq(k.kind(), e.kind()) || k == e))
+            .map(|(_, _, v)| v.clone())
     }
 
     /// Changes the lane width of a mask vector.
@@ -527,9 +568,24 @@ impl FnBuilder<'_> {
                         ty: value.ty(),
                     }
                 };
+                // Cached values that mention an outer `name` would be wrong
+                // inside the body, and values mentioning this `name` would be
+                // wrong after it.
+                let shadows = self.lookup(name).is_some();
+                let outer_cache = if shadows {
+                    self.vector_cache.replace(Vec::new())
+                } else {
+                    None
+                };
+                let cache_mark = self.vector_cache.as_ref().map_or(0, Vec::len);
                 self.scopes.push((name.clone(), binding));
                 let r = self.vexpr(body, mask_bits);
                 self.scopes.pop();
+                if shadows {
+                    self.vector_cache = outer_cache;
+                } else if let Some(cache) = &mut self.vector_cache {
+                    cache.truncate(cache_mark);
+                }
                 r
             }
             ExprKind::Load { buffer, index } => self.vload(e, buffer, index, mask_bits),
@@ -758,6 +814,14 @@ impl FnBuilder<'_> {
 
     /// Stores a vector; dense ramps become v128 stores.
     pub(crate) fn vstore(&mut self, buffer: &str, index: &Expr, value: &Expr) -> VResult<()> {
+        let outer = self.vector_cache.replace(Vec::new());
+        let r = self.vstore_shared(buffer, index, value);
+        self.vector_cache = outer;
+        r
+    }
+
+    /// [`Self::vstore`] with the statement's cache of computed values set up.
+    fn vstore_shared(&mut self, buffer: &str, index: &Expr, value: &Expr) -> VResult<()> {
         let buf = self.buffer(buffer)?;
         let lanes = value.ty().lanes;
         if index.ty().lanes != lanes {

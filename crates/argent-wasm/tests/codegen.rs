@@ -326,6 +326,26 @@ fn saturating_add_becomes_add_sat_u() {
 }
 
 #[test]
+fn repeated_subexpressions_are_computed_once() {
+    // `(a + b) * (a + b) - a` reads each input once and adds once.
+    let module = elementwise(Type::U16, Type::U16, 8, |a, b| {
+        let sum = Expr::add(a.clone(), b);
+        Expr::sub(Expr::mul(sum.clone(), sum), a)
+    });
+    let body = inner_loop(&wat(&module, CodegenOptions::default()));
+    let count = |op: &str| body.lines().filter(|l| *l == op).count();
+    assert_eq!(
+        (
+            count("v128.load align=1"),
+            count("i16x8.add"),
+            count("i16x8.mul")
+        ),
+        (2, 1, 1),
+        "{body}"
+    );
+}
+
+#[test]
 fn scalar_code_has_no_simd_and_wraps() {
     let text = wat(
         &add_u8(16),
