@@ -13,7 +13,7 @@ use argent_ir::{
     AssertKind, BinOp, CallTarget, Expr, ExprKind, ForKind, Intrinsic, Module, Stmt, Type,
     TypeKind, UnaryOp,
 };
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use wasm_encoder::{
     BlockType, CodeSection, ConstExpr, EntityType, ExportKind, ExportSection, Function,
     FunctionSection, GlobalSection, GlobalType, ImportSection, Instruction as I, MemArg,
@@ -108,6 +108,13 @@ pub(crate) struct FnBuilder<'c> {
     /// store, and while code runs conditionally (a local set in one branch
     /// would be unset in the other).
     pub(crate) vector_cache: Option<Vec<(Expr, u8, VecVal)>>,
+    /// Broadcasts of loop-invariant scalars computed before the loops that
+    /// use them: the scalar, the lane width, and the v128 local holding it.
+    pub(crate) hoisted_splats: Vec<(Expr, u8, u32)>,
+    /// Scalar expression nodes computed before the loops that use them
+    /// (see `hoist.rs`), by node address: the node (kept alive so the
+    /// address stays its own) and its local.
+    pub(crate) hoisted_scalars: HashMap<usize, (Expr, u32)>,
 }
 
 pub(crate) fn mem(offset: u64, align: u32) -> MemArg {
@@ -196,6 +203,8 @@ impl<'c> FnBuilder<'c> {
             free: Vec::new(),
             temporaries: None,
             vector_cache: None,
+            hoisted_splats: Vec::new(),
+            hoisted_scalars: HashMap::new(),
         }
     }
 
@@ -303,6 +312,10 @@ impl<'c> FnBuilder<'c> {
             return Err(CodegenError::NotLowered(format!(
                 "vector expression {e} in scalar context"
             )));
+        }
+        if let Some((_, local)) = self.hoisted_scalars.get(&crate::hoist::node_key(e)) {
+            self.emit(I::LocalGet(*local));
+            return Ok(());
         }
         match e.kind() {
             ExprKind::IntImm(v) => {
@@ -1250,6 +1263,14 @@ impl<'c> FnBuilder<'c> {
         self.emit(I::LocalGet(end));
         self.emit(I::I32GeS);
         self.emit(I::BrIf(0));
+        // Only once the loop is known to run: nothing is computed for
+        // loops that do not.
+        let bound = crate::hoist::names_bound_in(body, var);
+        let scalars = self.hoist_scalars(&bound, body)?;
+        let hoisted = self.hoisted_splats.len();
+        if self.ctx.options.simd {
+            self.hoist_splats(&bound, body)?;
+        }
         self.emit(I::Loop(BlockType::Empty));
         self.scopes.push((
             var.to_string(),
@@ -1260,6 +1281,10 @@ impl<'c> FnBuilder<'c> {
         ));
         let r = self.stmt(body);
         self.scopes.pop();
+        self.hoisted_splats.truncate(hoisted);
+        for e in &scalars {
+            self.hoisted_scalars.remove(&crate::hoist::node_key(e));
+        }
         r?;
         self.emit(I::LocalGet(i));
         self.emit(I::I32Const(1));

@@ -158,7 +158,7 @@ fn blur_uses_unaligned_loads_at_constant_offsets() {
             i32.shl
             i32.add
             v128.load align=1
-            local.set 11
+            local.set 12
             local.get 1
             local.get 9
             i32.const 8
@@ -167,11 +167,11 @@ fn blur_uses_unaligned_loads_at_constant_offsets() {
             i32.shl
             i32.add
             v128.load offset=2 align=1
-            local.set 12
-            local.get 11
-            local.get 12
-            i16x8.add
             local.set 13
+            local.get 12
+            local.get 13
+            i16x8.add
+            local.set 14
             local.get 1
             local.get 9
             i32.const 8
@@ -180,26 +180,26 @@ fn blur_uses_unaligned_loads_at_constant_offsets() {
             i32.shl
             i32.add
             v128.load offset=4 align=1
-            local.set 14
-            local.get 13
-            local.get 14
-            i16x8.add
             local.set 15
+            local.get 14
+            local.get 15
+            i16x8.add
+            local.set 16
             i32.const 43691
             i16x8.splat
-            local.set 16
-            local.get 15
+            local.set 17
             local.get 16
+            local.get 17
             i32x4.extmul_low_i16x8_u
             i32.const 17
             i32x4.shr_u
-            local.get 15
             local.get 16
+            local.get 17
             i32x4.extmul_high_i16x8_u
             i32.const 17
             i32x4.shr_u
             i16x8.narrow_i32x4_u
-            local.set 17
+            local.set 18
             local.get 5
             local.get 9
             i32.const 8
@@ -207,7 +207,7 @@ fn blur_uses_unaligned_loads_at_constant_offsets() {
             i32.const 1
             i32.shl
             i32.add
-            local.get 17
+            local.get 18
             v128.store align=1
             local.get 9
             i32.const 1
@@ -224,58 +224,54 @@ fn rgba_channel_load_is_four_loads_and_three_shuffles() {
     check_inner_loop(
         &rgba_roundtrip(),
         expect![[r#"
-        local.get 1
-        local.get 15
-        i32.const 64
-        i32.mul
-        local.get 13
-        i32.add
-        i32.add
-        local.set 17
-        local.get 17
-        v128.load align=1
-        local.set 18
-        local.get 17
-        v128.load offset=16 align=1
-        local.set 19
-        local.get 17
-        v128.load offset=32 align=1
-        local.set 20
-        local.get 17
-        v128.load offset=48 align=1
-        local.set 21
-        local.get 18
-        local.get 19
-        i8x16.shuffle 0 4 8 12 16 20 24 28 0 0 0 0 0 0 0 0
-        local.set 22
-        local.get 20
-        local.get 21
-        i8x16.shuffle 0 0 0 0 0 0 0 0 0 4 8 12 16 20 24 28
-        local.set 23
-        local.get 22
-        local.get 23
-        i8x16.shuffle 0 1 2 3 4 5 6 7 24 25 26 27 28 29 30 31
-        local.set 24
-        local.get 5
-        local.get 13
-        local.get 3
-        i32.const 2
-        i32.shr_s
-        i32.mul
-        local.get 15
-        i32.const 16
-        i32.mul
-        i32.add
-        i32.add
-        local.get 24
-        v128.store align=1
-        local.get 15
-        i32.const 1
-        i32.add
-        local.tee 15
-        local.get 16
-        i32.lt_s
-        br_if 0 (;@4;)"#]],
+            local.get 1
+            local.get 17
+            i32.const 64
+            i32.mul
+            local.get 13
+            i32.add
+            i32.add
+            local.set 20
+            local.get 20
+            v128.load align=1
+            local.set 21
+            local.get 20
+            v128.load offset=16 align=1
+            local.set 22
+            local.get 20
+            v128.load offset=32 align=1
+            local.set 23
+            local.get 20
+            v128.load offset=48 align=1
+            local.set 24
+            local.get 21
+            local.get 22
+            i8x16.shuffle 0 4 8 12 16 20 24 28 0 0 0 0 0 0 0 0
+            local.set 25
+            local.get 23
+            local.get 24
+            i8x16.shuffle 0 0 0 0 0 0 0 0 0 4 8 12 16 20 24 28
+            local.set 26
+            local.get 25
+            local.get 26
+            i8x16.shuffle 0 1 2 3 4 5 6 7 24 25 26 27 28 29 30 31
+            local.set 27
+            local.get 5
+            local.get 19
+            local.get 17
+            i32.const 16
+            i32.mul
+            i32.add
+            i32.add
+            local.get 27
+            v128.store align=1
+            local.get 17
+            i32.const 1
+            i32.add
+            local.tee 17
+            local.get 18
+            i32.lt_s
+            br_if 0 (;@4;)"#]],
     );
 }
 

@@ -56,85 +56,85 @@ fn steady_loops(wat: &str) -> String {
 fn box_blur_steady_state_is_v128_without_clamps() {
     let wat = example_wat("box_blur.ag");
     expect![[r#"
-        3 steady-state loops; the first:
-        local.get 362
+        7 steady-state loops; the first:
+        local.get 389
         i32.const 8
         i32.mul
         local.get 9
         i32.add
-        local.get 357
+        local.get 385
         i32.add
-        local.get 361
+        local.get 395
         i32.add
         local.get 2
         i32.sub
-        local.set 364
+        local.set 396
         local.get 1
-        local.get 364
+        local.get 396
         i32.const 1
         i32.shl
         i32.add
         v128.load align=1
-        local.set 151
+        local.set 161
         local.get 1
-        local.get 364
+        local.get 396
         i32.const 1
         i32.shl
         i32.add
         v128.load offset=2 align=1
-        local.set 150
-        local.get 151
-        local.get 150
+        local.set 159
+        local.get 161
+        local.get 159
         i16x8.add
-        local.set 152
+        local.set 158
         local.get 1
-        local.get 364
+        local.get 396
         i32.const 1
         i32.sub
         i32.const 1
         i32.shl
         i32.add
         v128.load align=1
-        local.set 149
-        local.get 152
-        local.get 149
+        local.set 195
+        local.get 158
+        local.get 195
         i16x8.add
-        local.set 148
+        local.set 196
         i32.const 43691
         i16x8.splat
-        local.set 147
-        local.get 148
-        local.get 147
+        local.set 336
+        local.get 196
+        local.get 336
         i32x4.extmul_low_i16x8_u
         i32.const 17
         i32x4.shr_u
-        local.get 148
-        local.get 147
+        local.get 196
+        local.get 336
         i32x4.extmul_high_i16x8_u
         i32.const 17
         i32x4.shr_u
         i16x8.narrow_i32x4_u
-        local.set 146
-        local.get 347
-        local.get 362
+        local.set 339
+        local.get 381
+        local.get 389
         i32.const 8
         i32.mul
-        local.get 360
+        local.get 388
         i32.add
-        local.get 334
+        local.get 368
         i32.sub
-        local.get 335
+        local.get 369
         i32.sub
         i32.const 1
         i32.shl
         i32.add
-        local.get 146
+        local.get 339
         v128.store offset=512 align=1
-        local.get 362
+        local.get 389
         i32.const 1
         i32.add
-        local.tee 362
-        local.get 363
+        local.tee 389
+        local.get 390
         i32.lt_s
         br_if 0 (;@9;)"#]]
     .assert_eq(&steady_loops(&wat));
