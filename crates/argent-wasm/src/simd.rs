@@ -101,6 +101,24 @@ fn exact_reciprocal(c: f64) -> Option<f64> {
     (power_of_two && r.is_normal()).then_some(r as f64)
 }
 
+/// The multiplier `m < 2^16` and shift `p` with `floor(x * m / 2^p) ==
+/// floor(x / c)` for every `bits`-bit unsigned `x` (Granlund-Montgomery:
+/// `2^p <= m*c <= 2^p + 2^(p-bits)`), if there is one.
+fn unsigned_magic(c: i64, bits: u8) -> Option<(u64, u32)> {
+    let n = bits as u32;
+    let c = c as u64;
+    (16..=32u32).find_map(|p| {
+        let m = (1u64 << p).div_ceil(c);
+        (m < (1 << 16) && m * c - (1u64 << p) <= 1u64 << (p - n)).then_some((m, p))
+    })
+}
+
+/// The scalar whose 16-bit splat holds the magic multiplier `m`, as hoisted
+/// out of loops.
+fn magic_splat_value(m: u64) -> Expr {
+    Expr::constant(Type::U16, m as f64)
+}
+
 /// Whether computing `e` costs enough that an equal occurrence later in
 /// the same statement should reuse its registers (variables, constants and
 /// broadcasts are as cheap to recompute as to look up).
@@ -488,6 +506,25 @@ impl FnBuilder<'_> {
                     && !self.values.contains(value)
                 {
                     self.values.push(value.clone());
+                }
+                // The multiplier of an unsigned division by a constant.
+                if let ExprKind::Binary {
+                    op: BinOp::Div | BinOp::Mod,
+                    a,
+                    b,
+                } = e.kind()
+                    && a.ty().is_vector()
+                    && a.ty().is_uint()
+                    && a.ty().bits <= 16
+                    && let Some(c) = broadcast_const(b)
+                    && c > 0
+                    && !(c as u64).is_power_of_two()
+                    && let Some((m, _)) = unsigned_magic(c, a.ty().bits)
+                {
+                    let value = magic_splat_value(m);
+                    if self.values.len() < 4 * MAX_HOISTED && !self.values.contains(&value) {
+                        self.values.push(value);
+                    }
                 }
                 walk_expr(self, e);
             }
@@ -1353,21 +1390,22 @@ impl FnBuilder<'_> {
         div: bool,
         ty: Type,
     ) -> Option<VecVal> {
-        let n = ty.bits as u32;
-        let c = c as u64;
-        let (m, p) = (16..=32u32).find_map(|p| {
-            let m = (1u64 << p).div_ceil(c);
-            (m < (1 << 16) && m * c - (1u64 << p) <= 1u64 << (p - n)).then_some((m, p))
-        })?;
+        let (m, p) = unsigned_magic(c, ty.bits)?;
         let wide = if ty.bits == 8 {
             self.widen2(x, false)
         } else {
             x.clone()
         };
-        self.emit(I::I32Const(m as i32));
-        self.emit(I::I16x8Splat);
-        let magic = self.v128_local();
-        self.emit(I::LocalSet(magic));
+        let magic = match self.hoisted_splat(&magic_splat_value(m), 16) {
+            Some(local) => local,
+            None => {
+                self.emit(I::I32Const(m as i32));
+                self.emit(I::I16x8Splat);
+                let magic = self.v128_local();
+                self.emit(I::LocalSet(magic));
+                magic
+            }
+        };
         let mut parts = Vec::new();
         for &part in &wide.parts {
             for high in [false, true] {

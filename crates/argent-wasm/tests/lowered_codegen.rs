@@ -57,84 +57,81 @@ fn box_blur_steady_state_is_v128_without_clamps() {
     let wat = example_wat("box_blur.ag");
     expect![[r#"
         7 steady-state loops; the first:
-        local.get 389
+        local.get 390
         i32.const 8
         i32.mul
         local.get 9
         i32.add
-        local.get 385
+        local.get 386
         i32.add
-        local.get 395
+        local.get 396
         i32.add
         local.get 2
         i32.sub
-        local.set 396
+        local.set 397
         local.get 1
-        local.get 396
+        local.get 397
         i32.const 1
         i32.shl
         i32.add
         v128.load align=1
-        local.set 161
+        local.set 160
         local.get 1
-        local.get 396
+        local.get 397
         i32.const 1
         i32.shl
         i32.add
         v128.load offset=2 align=1
-        local.set 159
-        local.get 161
-        local.get 159
+        local.set 195
+        local.get 160
+        local.get 195
         i16x8.add
-        local.set 158
+        local.set 196
         local.get 1
-        local.get 396
+        local.get 397
         i32.const 1
         i32.sub
         i32.const 1
         i32.shl
         i32.add
         v128.load align=1
-        local.set 195
-        local.get 158
-        local.get 195
-        i16x8.add
-        local.set 196
-        i32.const 43691
-        i16x8.splat
         local.set 336
         local.get 196
         local.get 336
+        i16x8.add
+        local.set 337
+        local.get 337
+        local.get 189
         i32x4.extmul_low_i16x8_u
         i32.const 17
         i32x4.shr_u
-        local.get 196
-        local.get 336
+        local.get 337
+        local.get 189
         i32x4.extmul_high_i16x8_u
         i32.const 17
         i32x4.shr_u
         i16x8.narrow_i32x4_u
-        local.set 339
-        local.get 381
-        local.get 389
+        local.set 340
+        local.get 382
+        local.get 390
         i32.const 8
         i32.mul
-        local.get 388
+        local.get 389
         i32.add
-        local.get 368
-        i32.sub
         local.get 369
+        i32.sub
+        local.get 370
         i32.sub
         i32.const 1
         i32.shl
         i32.add
-        local.get 339
+        local.get 340
         v128.store offset=512 align=1
-        local.get 389
+        local.get 390
         i32.const 1
         i32.add
-        local.tee 389
-        local.get 390
+        local.tee 390
+        local.get 391
         i32.lt_s
         br_if 0 (;@9;)"#]]
     .assert_eq(&steady_loops(&wat));
