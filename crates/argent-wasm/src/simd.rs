@@ -119,6 +119,59 @@ fn magic_splat_value(m: u64) -> Expr {
     Expr::constant(Type::U16, m as f64)
 }
 
+/// Splits a gather's vector index into the part that differs per lane and
+/// the sum of its broadcast terms (`v - x4(k * 256) + x4(3840)` into `v`
+/// and `3840 - k * 256`), if it has any. Both sides wrap like the original
+/// sum, so `base + (v + s) * size` is the same address.
+fn split_gather_index(index: &Expr) -> (Expr, Option<Expr>) {
+    fn go(e: &Expr, negate: bool, scalars: &mut Vec<(Expr, bool)>) -> Option<Expr> {
+        match e.kind() {
+            ExprKind::Broadcast { value, .. } if value.ty().is_scalar() => {
+                scalars.push((value.clone(), negate));
+                None
+            }
+            ExprKind::Binary {
+                op: op @ (BinOp::Add | BinOp::Sub),
+                a,
+                b,
+            } => {
+                let a = go(a, negate, scalars);
+                let b = go(b, negate != (*op == BinOp::Sub), scalars);
+                match (a, b) {
+                    (Some(a), Some(b)) if *op == BinOp::Add => Some(Expr::add(a, b)),
+                    (Some(a), Some(b)) => Some(Expr::sub(a, b)),
+                    (Some(a), None) => Some(a),
+                    (None, Some(b)) if *op == BinOp::Add => Some(b),
+                    (None, Some(b)) => {
+                        Some(Expr::sub(Expr::broadcast(Expr::i32(0), b.ty().lanes), b))
+                    }
+                    (None, None) => None,
+                }
+            }
+            // Vector terms keep their place (and sign) in the rebuilt sum.
+            _ => Some(e.clone()),
+        }
+    }
+    if index.ty().element() != Type::I32 {
+        return (index.clone(), None);
+    }
+    let mut scalars = Vec::new();
+    let Some(lanes) = go(index, false, &mut scalars) else {
+        return (index.clone(), None);
+    };
+    let scalar = scalars
+        .into_iter()
+        .fold(None, |acc: Option<Expr>, (s, negate)| {
+            Some(match (acc, negate) {
+                (None, false) => s,
+                (None, true) => Expr::sub(Expr::i32(0), s),
+                (Some(a), false) => Expr::add(a, s),
+                (Some(a), true) => Expr::sub(a, s),
+            })
+        });
+    (lanes, scalar)
+}
+
 /// Whether computing `e` costs enough that an equal occurrence later in
 /// the same statement should reuse its registers (variables, constants and
 /// broadcasts are as cheap to recompute as to look up).
@@ -974,24 +1027,66 @@ impl FnBuilder<'_> {
                     let v = self.splat_scalar(&scalar, *lanes, elem_bits)?;
                     return self.finish_load(v, buf.ty, mask_bits);
                 }
-                // A gather: vector indices, scalar loads.
-                let idx = self.vexpr(index, 32)?;
+                // A gather: vector indices, one load per lane straight into
+                // its lane. Broadcast terms of the index are added to the
+                // base address once rather than to every lane.
+                let (lanes_index, scalar) = split_gather_index(index);
+                let idx = self.vexpr(&lanes_index, 32)?;
                 if idx.lane_bits != 32 {
                     return Err(VErr::Unsupported);
                 }
-                let load_ty = if buf.ty.is_bool() { Type::U8 } else { buf.ty };
-                let v = self.build_lanes(load_ty.with_lanes(ty.lanes), elem_bits, |s, lane| {
-                    s.emit(I::LocalGet(buf.base));
-                    s.extract_lane(&idx, lane, Type::I32);
-                    let shift = bytes.trailing_zeros() as i32;
-                    if shift > 0 {
-                        s.emit(I::I32Const(shift));
-                        s.emit(I::I32Shl);
+                let shift = bytes.trailing_zeros() as i32;
+                let base = match scalar {
+                    Some(scalar) => {
+                        self.emit(I::LocalGet(buf.base));
+                        self.expr(&scalar)?;
+                        if shift > 0 {
+                            self.emit(I::I32Const(shift));
+                            self.emit(I::I32Shl);
+                        }
+                        self.emit(I::I32Add);
+                        self.set_new_local(ValType::I32)
                     }
-                    s.emit(I::I32Add);
-                    s.load_scalar(load_ty, 0);
-                    Ok(())
-                })?;
+                    None => buf.base,
+                };
+                let mut parts = Vec::new();
+                for j in 0..n {
+                    let lanes_here = (ty.lanes as usize - j * per).min(per);
+                    let part = self.v128_local();
+                    for k in 0..lanes_here {
+                        self.emit(I::LocalGet(base));
+                        self.extract_lane(&idx, (j * per + k) as u16, Type::I32);
+                        if shift > 0 {
+                            self.emit(I::I32Const(shift));
+                            self.emit(I::I32Shl);
+                        }
+                        self.emit(I::I32Add);
+                        let m = mem(0, shift as u32);
+                        if k == 0 {
+                            // The first lane fills the register.
+                            self.emit(match elem_bits {
+                                32 => I::V128Load32Splat(m),
+                                16 => I::V128Load16Splat(m),
+                                _ => I::V128Load8Splat(m),
+                            });
+                        } else {
+                            self.emit(I::LocalGet(part));
+                            let lane = k as u8;
+                            self.emit(match elem_bits {
+                                32 => I::V128Load32Lane { memarg: m, lane },
+                                16 => I::V128Load16Lane { memarg: m, lane },
+                                _ => I::V128Load8Lane { memarg: m, lane },
+                            });
+                        }
+                        self.emit(I::LocalSet(part));
+                    }
+                    parts.push(part);
+                }
+                let v = VecVal {
+                    parts,
+                    lane_bits: elem_bits,
+                    lanes: ty.lanes,
+                };
                 return self.finish_load(v, buf.ty, mask_bits);
             }
         }

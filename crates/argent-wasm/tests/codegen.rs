@@ -438,6 +438,48 @@ fn strided_store_computes_its_address_once() {
 }
 
 #[test]
+fn gather_loads_lanes_in_place_and_adds_broadcast_terms_once() {
+    // out[x..] = a[idx[x..] + x4(p)]: `p` goes into the base address, each
+    // lane is loaded straight into its place.
+    let index = Expr::add(
+        Expr::load(Type::I32.with_lanes(4), "idx", dense(x() * 4, 4)),
+        Expr::broadcast(Expr::var_i32("p"), 4),
+    );
+    let body = for_loop(
+        "x",
+        Expr::i32(0),
+        Expr::var_i32("n"),
+        ForKind::Serial,
+        store(
+            "out",
+            dense(x() * 4, 4),
+            Expr::load(Type::F32.with_lanes(4), "a", index),
+        ),
+    );
+    let module = module(
+        vec![
+            buffer("idx", Type::I32, 1, BufferRole::Input),
+            buffer("a", Type::F32, 1, BufferRole::Input),
+            buffer("out", Type::F32, 1, BufferRole::Output),
+        ],
+        vec![param("p", Type::I32), param("n", Type::I32)],
+        body,
+    );
+    let body = inner_loop(&wat(&module, CodegenOptions::default()));
+    let count = |op: &str| body.lines().filter(|l| l.starts_with(op)).count();
+    assert_eq!(
+        (
+            count("v128.load32_splat"),
+            count("v128.load32_lane"),
+            count("i32x4.add"),
+            count("f32.load")
+        ),
+        (1, 3, 0, 0),
+        "{body}"
+    );
+}
+
+#[test]
 fn scalar_code_has_no_simd_and_wraps() {
     let text = wat(
         &add_u8(16),

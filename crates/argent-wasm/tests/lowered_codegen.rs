@@ -57,81 +57,81 @@ fn box_blur_steady_state_is_v128_without_clamps() {
     let wat = example_wat("box_blur.ag");
     expect![[r#"
         7 steady-state loops; the first:
-        local.get 390
+        local.get 384
         i32.const 8
         i32.mul
         local.get 9
         i32.add
-        local.get 386
+        local.get 380
         i32.add
-        local.get 396
+        local.get 390
         i32.add
         local.get 2
         i32.sub
-        local.set 397
+        local.set 391
         local.get 1
-        local.get 397
+        local.get 391
         i32.const 1
         i32.shl
         i32.add
         v128.load align=1
-        local.set 160
+        local.set 162
         local.get 1
-        local.get 397
+        local.get 391
         i32.const 1
         i32.shl
         i32.add
         v128.load offset=2 align=1
-        local.set 195
+        local.set 160
+        local.get 162
         local.get 160
-        local.get 195
         i16x8.add
-        local.set 196
+        local.set 159
         local.get 1
-        local.get 397
+        local.get 391
         i32.const 1
         i32.sub
         i32.const 1
         i32.shl
         i32.add
         v128.load align=1
-        local.set 336
-        local.get 196
-        local.get 336
+        local.set 192
+        local.get 159
+        local.get 192
         i16x8.add
-        local.set 337
-        local.get 337
-        local.get 189
+        local.set 193
+        local.get 193
+        local.get 183
         i32x4.extmul_low_i16x8_u
         i32.const 17
         i32x4.shr_u
-        local.get 337
-        local.get 189
+        local.get 193
+        local.get 183
         i32x4.extmul_high_i16x8_u
         i32.const 17
         i32x4.shr_u
         i16x8.narrow_i32x4_u
-        local.set 340
-        local.get 382
-        local.get 390
+        local.set 337
+        local.get 376
+        local.get 384
         i32.const 8
         i32.mul
-        local.get 389
+        local.get 383
         i32.add
-        local.get 369
+        local.get 363
         i32.sub
-        local.get 370
+        local.get 364
         i32.sub
         i32.const 1
         i32.shl
         i32.add
-        local.get 340
+        local.get 337
         v128.store offset=512 align=1
-        local.get 390
+        local.get 384
         i32.const 1
         i32.add
-        local.tee 390
-        local.get 391
+        local.tee 384
+        local.get 385
         i32.lt_s
         br_if 0 (;@9;)"#]]
     .assert_eq(&steady_loops(&wat));
