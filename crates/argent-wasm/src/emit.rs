@@ -115,6 +115,8 @@ pub(crate) struct FnBuilder<'c> {
     /// (see `hoist.rs`), by node address: the node (kept alive so the
     /// address stays its own) and its local.
     pub(crate) hoisted_scalars: HashMap<usize, (Expr, u32)>,
+    /// Accesses whose address is mostly computed before their loop.
+    pub(crate) hoisted_addresses: Vec<crate::hoist::HoistedAddress>,
 }
 
 pub(crate) fn mem(offset: u64, align: u32) -> MemArg {
@@ -205,6 +207,7 @@ impl<'c> FnBuilder<'c> {
             vector_cache: None,
             hoisted_splats: Vec::new(),
             hoisted_scalars: HashMap::new(),
+            hoisted_addresses: Vec::new(),
         }
     }
 
@@ -495,9 +498,12 @@ impl<'c> FnBuilder<'c> {
     /// offset (which the caller puts in the memarg).
     pub fn address(&mut self, buf: &BufBinding, index: &Expr) -> Result<u64, CodegenError> {
         let (dynamic, offset) = split_constant_offset(index);
+        let shift = log2_bytes(buf.ty);
+        if self.hoisted_address(&buf.name, &dynamic) {
+            return Ok((offset as u64) << shift);
+        }
         self.emit(I::LocalGet(buf.base));
         self.expr(&dynamic)?;
-        let shift = log2_bytes(buf.ty);
         if shift > 0 {
             self.emit(I::I32Const(shift as i32));
             self.emit(I::I32Shl);
@@ -1267,6 +1273,8 @@ impl<'c> FnBuilder<'c> {
         // loops that do not.
         let bound = crate::hoist::names_bound_in(body, var);
         let scalars = self.hoist_scalars(&bound, body)?;
+        let addresses = self.hoisted_addresses.len();
+        self.hoist_addresses(var, i, &bound, body)?;
         let hoisted = self.hoisted_splats.len();
         if self.ctx.options.simd {
             self.hoist_splats(&bound, body)?;
@@ -1282,6 +1290,7 @@ impl<'c> FnBuilder<'c> {
         let r = self.stmt(body);
         self.scopes.pop();
         self.hoisted_splats.truncate(hoisted);
+        self.hoisted_addresses.truncate(addresses);
         for e in &scalars {
             self.hoisted_scalars.remove(&crate::hoist::node_key(e));
         }

@@ -9,10 +9,11 @@
 //! `out[x * 8 + t] = ...`.
 
 use crate::CodegenError;
-use crate::emit::{Binding, FnBuilder, val_type};
+use crate::emit::{Binding, FnBuilder, split_constant_offset, val_type};
 use argent_ir::visit::{Visitor, walk_expr, walk_stmt};
-use argent_ir::{CallTarget, Expr, ExprKind, Intrinsic, Stmt};
+use argent_ir::{BinOp, CallTarget, Expr, ExprKind, Intrinsic, Stmt};
 use std::collections::{HashMap, HashSet};
+use wasm_encoder::{Instruction as I, ValType};
 
 /// At most this many values are hoisted out of one loop, so the locals
 /// live across the loop stay few.
@@ -179,5 +180,231 @@ impl FnBuilder<'_> {
             self.hoisted_scalars.insert(node_key(e), (e.clone(), local));
         }
         Ok(found)
+    }
+}
+
+/// An address computed mostly before a loop: `base + (index << shift)`
+/// with `index = coefficient * var + invariant` is `start + var *
+/// (coefficient << shift)`, `start` hoisted.
+#[derive(Clone, Debug)]
+pub(crate) struct HoistedAddress {
+    /// The index expression node (without its constant offset).
+    key: usize,
+    buffer: String,
+    /// The local holding `base + (invariant << shift)`.
+    start: u32,
+    /// The loop variable's local, and its byte step.
+    var: u32,
+    step: i64,
+    /// Keeps the node alive so its address stays its own.
+    _node: Expr,
+}
+
+/// `e` as a signed sum of terms (`a - (b + c)` is `+a -b -c`).
+fn terms(e: &Expr, negate: bool, out: &mut Vec<(Expr, bool)>) {
+    match e.kind() {
+        ExprKind::Binary {
+            op: op @ (BinOp::Add | BinOp::Sub),
+            a,
+            b,
+        } if e.ty().is_scalar() => {
+            terms(a, negate, out);
+            terms(b, negate != (*op == BinOp::Sub), out);
+        }
+        _ => out.push((e.clone(), negate)),
+    }
+}
+
+impl FnBuilder<'_> {
+    /// Whether scalar `e` is plain arithmetic on scalars bound outside the
+    /// loop (not in `bound`).
+    fn invariant(&self, e: &Expr, bound: &HashSet<String>) -> bool {
+        struct Check<'a, 'b, 'c> {
+            builder: &'a FnBuilder<'c>,
+            bound: &'b HashSet<String>,
+            ok: bool,
+        }
+        impl Visitor for Check<'_, '_, '_> {
+            fn visit_expr(&mut self, e: &Expr) {
+                if !self.ok {
+                    return;
+                }
+                match e.kind() {
+                    ExprKind::Var(n) => {
+                        self.ok = !self.bound.contains(n)
+                            && matches!(self.builder.lookup(n), Some(Binding::Scalar { .. }))
+                    }
+                    ExprKind::Load { .. }
+                    | ExprKind::Let { .. }
+                    | ExprKind::Ramp { .. }
+                    | ExprKind::Broadcast { .. }
+                    | ExprKind::Shuffle { .. } => self.ok = false,
+                    ExprKind::Call { target, .. }
+                        if !matches!(target, CallTarget::Intrinsic(_)) =>
+                    {
+                        self.ok = false
+                    }
+                    _ => walk_expr(self, e),
+                }
+            }
+        }
+        let mut c = Check {
+            builder: self,
+            bound,
+            ok: e.ty().is_scalar(),
+        };
+        c.visit_expr(e);
+        c.ok
+    }
+
+    /// Before a loop over `var` (held in local `var_local`): for every
+    /// load and store of the body whose index is `c * var` plus invariant
+    /// terms, computes the invariant part of the address once. Returns how
+    /// many addresses were hoisted.
+    pub(crate) fn hoist_addresses(
+        &mut self,
+        var: &str,
+        var_local: u32,
+        bound: &HashSet<String>,
+        body: &Stmt,
+    ) -> Result<usize, CodegenError> {
+        /// The (buffer, index) of every access, and the buffers allocated
+        /// inside the body (whose base moves).
+        #[derive(Default)]
+        struct Accesses {
+            found: Vec<(String, Expr)>,
+            allocated: HashSet<String>,
+        }
+        impl Accesses {
+            fn add(&mut self, buffer: &str, index: &Expr) {
+                let index = match index.kind() {
+                    ExprKind::Ramp { base, .. } if base.ty().is_scalar() => base,
+                    _ if index.ty().is_scalar() => index,
+                    _ => return,
+                };
+                let (dynamic, _) = split_constant_offset(index);
+                if self.found.len() < MAX_HOISTED
+                    && !self
+                        .found
+                        .iter()
+                        .any(|(b, e)| b == buffer && node_key(e) == node_key(&dynamic))
+                {
+                    self.found.push((buffer.to_string(), dynamic));
+                }
+            }
+        }
+        impl Visitor for Accesses {
+            fn visit_expr(&mut self, e: &Expr) {
+                if let ExprKind::Load { buffer, index } = e.kind() {
+                    self.add(buffer, index);
+                }
+                walk_expr(self, e);
+            }
+            fn visit_stmt(&mut self, s: &Stmt) {
+                match s {
+                    Stmt::Store { buffer, index, .. } => self.add(buffer, index),
+                    Stmt::Allocate { buffer, .. } => {
+                        self.allocated.insert(buffer.clone());
+                    }
+                    _ => {}
+                }
+                walk_stmt(self, s);
+            }
+        }
+        let mut accesses = Accesses::default();
+        accesses.visit_stmt(body);
+        let mut hoisted = 0;
+        for (buffer, index) in accesses.found {
+            if accesses.allocated.contains(&buffer) {
+                continue;
+            }
+            let Ok(buf) = self.buffer(&buffer) else {
+                continue;
+            };
+            let mut parts = Vec::new();
+            terms(&index, false, &mut parts);
+            let mut coefficient = 0i64;
+            let mut invariant: Option<Expr> = None;
+            let mut affine = true;
+            for (term, negate) in parts {
+                let sign = if negate { -1 } else { 1 };
+                let linear = match term.kind() {
+                    ExprKind::Var(n) if n == var => Some(1),
+                    ExprKind::Binary {
+                        op: BinOp::Mul,
+                        a,
+                        b,
+                    } => match (a.kind(), b.as_int(), a.as_int(), b.kind()) {
+                        (ExprKind::Var(n), Some(c), _, _) if n == var => Some(c),
+                        (_, _, Some(c), ExprKind::Var(n)) if n == var => Some(c),
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                if let Some(c) = linear {
+                    coefficient += sign * c;
+                } else if self.invariant(&term, bound) {
+                    invariant = Some(match (invariant, negate) {
+                        (None, false) => term,
+                        (None, true) => Expr::sub(Expr::i32(0), term),
+                        (Some(s), false) => Expr::add(s, term),
+                        (Some(s), true) => Expr::sub(s, term),
+                    });
+                } else {
+                    affine = false;
+                    break;
+                }
+            }
+            if !affine || coefficient == 0 || index.ty() != argent_ir::Type::I32 {
+                continue;
+            }
+            let shift = buf.ty.bytes().trailing_zeros() as i32;
+            let start = match &invariant {
+                Some(invariant) => {
+                    self.emit(I::LocalGet(buf.base));
+                    self.expr(invariant)?;
+                    if shift > 0 {
+                        self.emit(I::I32Const(shift));
+                        self.emit(I::I32Shl);
+                    }
+                    self.emit(I::I32Add);
+                    self.set_new_local(ValType::I32)
+                }
+                None => buf.base,
+            };
+            self.hoisted_addresses.push(HoistedAddress {
+                key: node_key(&index),
+                buffer,
+                start,
+                var: var_local,
+                step: coefficient.wrapping_shl(shift as u32),
+                _node: index,
+            });
+            hoisted += 1;
+        }
+        Ok(hoisted)
+    }
+
+    /// Pushes the address of a hoisted access to `buffer` at index node
+    /// `dynamic`, if there is one.
+    pub(crate) fn hoisted_address(&mut self, buffer: &str, dynamic: &Expr) -> bool {
+        let key = node_key(dynamic);
+        let Some(h) = self
+            .hoisted_addresses
+            .iter()
+            .rev()
+            .find(|h| h.key == key && h.buffer == buffer)
+            .cloned()
+        else {
+            return false;
+        };
+        self.emit(I::LocalGet(h.start));
+        self.emit(I::LocalGet(h.var));
+        if h.step != 1 {
+            self.emit(I::I32Const(h.step as i32));
+            self.emit(I::I32Mul);
+        }
+        self.emit(I::I32Add);
+        true
     }
 }

@@ -152,19 +152,15 @@ fn blur_uses_unaligned_loads_at_constant_offsets() {
         expect![[r#"
             local.get 1
             local.get 9
-            i32.const 8
+            i32.const 16
             i32.mul
-            i32.const 1
-            i32.shl
             i32.add
             v128.load align=1
             local.set 13
             local.get 1
             local.get 9
-            i32.const 8
+            i32.const 16
             i32.mul
-            i32.const 1
-            i32.shl
             i32.add
             v128.load offset=2 align=1
             local.set 14
@@ -174,10 +170,8 @@ fn blur_uses_unaligned_loads_at_constant_offsets() {
             local.set 15
             local.get 1
             local.get 9
-            i32.const 8
+            i32.const 16
             i32.mul
-            i32.const 1
-            i32.shl
             i32.add
             v128.load offset=4 align=1
             local.set 16
@@ -199,10 +193,8 @@ fn blur_uses_unaligned_loads_at_constant_offsets() {
             local.set 18
             local.get 5
             local.get 9
-            i32.const 8
+            i32.const 16
             i32.mul
-            i32.const 1
-            i32.shl
             i32.add
             local.get 18
             v128.store align=1
@@ -221,46 +213,42 @@ fn rgba_channel_load_is_four_loads_and_three_shuffles() {
     check_inner_loop(
         &rgba_roundtrip(),
         expect![[r#"
-            local.get 1
+            local.get 21
             local.get 17
             i32.const 64
             i32.mul
-            local.get 13
             i32.add
-            i32.add
-            local.set 20
-            local.get 20
-            v128.load align=1
-            local.set 21
-            local.get 20
-            v128.load offset=16 align=1
             local.set 22
-            local.get 20
-            v128.load offset=32 align=1
-            local.set 23
-            local.get 20
-            v128.load offset=48 align=1
-            local.set 24
-            local.get 21
             local.get 22
-            i8x16.shuffle 0 4 8 12 16 20 24 28 0 0 0 0 0 0 0 0
+            v128.load align=1
+            local.set 23
+            local.get 22
+            v128.load offset=16 align=1
+            local.set 24
+            local.get 22
+            v128.load offset=32 align=1
             local.set 25
+            local.get 22
+            v128.load offset=48 align=1
+            local.set 26
             local.get 23
             local.get 24
-            i8x16.shuffle 0 0 0 0 0 0 0 0 0 4 8 12 16 20 24 28
-            local.set 26
+            i8x16.shuffle 0 4 8 12 16 20 24 28 0 0 0 0 0 0 0 0
+            local.set 27
             local.get 25
             local.get 26
+            i8x16.shuffle 0 0 0 0 0 0 0 0 0 4 8 12 16 20 24 28
+            local.set 28
+            local.get 27
+            local.get 28
             i8x16.shuffle 0 1 2 3 4 5 6 7 24 25 26 27 28 29 30 31
-            local.set 27
-            local.get 5
-            local.get 19
+            local.set 29
+            local.get 20
             local.get 17
             i32.const 16
             i32.mul
             i32.add
-            i32.add
-            local.get 27
+            local.get 29
             v128.store align=1
             local.get 17
             i32.const 1
@@ -283,38 +271,38 @@ fn saturating_add_becomes_add_sat_u() {
     check_inner_loop(
         &module,
         expect![[r#"
-        local.get 1
-        local.get 13
-        i32.const 16
-        i32.mul
-        i32.add
-        v128.load align=1
-        local.set 15
-        local.get 5
-        local.get 13
-        i32.const 16
-        i32.mul
-        i32.add
-        v128.load align=1
-        local.set 16
-        local.get 15
-        local.get 16
-        i8x16.add_sat_u
-        local.set 17
-        local.get 9
-        local.get 13
-        i32.const 16
-        i32.mul
-        i32.add
-        local.get 17
-        v128.store align=1
-        local.get 13
-        i32.const 1
-        i32.add
-        local.tee 13
-        local.get 14
-        i32.lt_s
-        br_if 0 (;@2;)"#]],
+            local.get 1
+            local.get 13
+            i32.const 16
+            i32.mul
+            i32.add
+            v128.load align=1
+            local.set 15
+            local.get 5
+            local.get 13
+            i32.const 16
+            i32.mul
+            i32.add
+            v128.load align=1
+            local.set 16
+            local.get 15
+            local.get 16
+            i8x16.add_sat_u
+            local.set 17
+            local.get 9
+            local.get 13
+            i32.const 16
+            i32.mul
+            i32.add
+            local.get 17
+            v128.store align=1
+            local.get 13
+            i32.const 1
+            i32.add
+            local.tee 13
+            local.get 14
+            i32.lt_s
+            br_if 0 (;@2;)"#]],
     );
 }
 

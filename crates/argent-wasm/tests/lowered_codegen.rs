@@ -57,27 +57,27 @@ fn box_blur_steady_state_is_v128_without_clamps() {
     let wat = example_wat("box_blur.ag");
     expect![[r#"
         7 steady-state loops; the first:
-        local.get 384
+        local.get 386
         i32.const 8
         i32.mul
         local.get 9
         i32.add
-        local.get 380
+        local.get 382
         i32.add
-        local.get 390
+        local.get 392
         i32.add
         local.get 2
         i32.sub
-        local.set 391
+        local.set 394
         local.get 1
-        local.get 391
+        local.get 394
         i32.const 1
         i32.shl
         i32.add
         v128.load align=1
         local.set 162
         local.get 1
-        local.get 391
+        local.get 394
         i32.const 1
         i32.shl
         i32.add
@@ -88,7 +88,7 @@ fn box_blur_steady_state_is_v128_without_clamps() {
         i16x8.add
         local.set 159
         local.get 1
-        local.get 391
+        local.get 394
         i32.const 1
         i32.sub
         i32.const 1
@@ -111,27 +111,19 @@ fn box_blur_steady_state_is_v128_without_clamps() {
         i32.const 17
         i32x4.shr_u
         i16x8.narrow_i32x4_u
-        local.set 337
-        local.get 376
-        local.get 384
-        i32.const 8
+        local.set 338
+        local.get 393
+        local.get 386
+        i32.const 16
         i32.mul
-        local.get 383
         i32.add
-        local.get 363
-        i32.sub
-        local.get 364
-        i32.sub
-        i32.const 1
-        i32.shl
-        i32.add
-        local.get 337
+        local.get 338
         v128.store offset=512 align=1
-        local.get 384
+        local.get 386
         i32.const 1
         i32.add
-        local.tee 384
-        local.get 385
+        local.tee 386
+        local.get 387
         i32.lt_s
         br_if 0 (;@9;)"#]]
     .assert_eq(&steady_loops(&wat));
