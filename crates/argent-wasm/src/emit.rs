@@ -1272,11 +1272,18 @@ impl<'c> FnBuilder<'c> {
         // Only once the loop is known to run: nothing is computed for
         // loops that do not.
         let bound = crate::hoist::names_bound_in(body, var);
-        let scalars = self.hoist_scalars(&bound, body)?;
+        // Only out of innermost loops: values hoisted further out stay live
+        // across the inner loops, and the engine then spills them there.
+        let innermost = !crate::hoist::has_loop(body);
+        let scalars = if innermost {
+            self.hoist_scalars(&bound, body)?
+        } else {
+            Vec::new()
+        };
         let addresses = self.hoisted_addresses.len();
         self.hoist_addresses(var, i, &bound, body)?;
         let hoisted = self.hoisted_splats.len();
-        if self.ctx.options.simd {
+        if self.ctx.options.simd && innermost {
             self.hoist_splats(&bound, body)?;
         }
         self.emit(I::Loop(BlockType::Empty));

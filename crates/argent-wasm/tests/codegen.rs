@@ -213,48 +213,48 @@ fn rgba_channel_load_is_four_loads_and_three_shuffles() {
     check_inner_loop(
         &rgba_roundtrip(),
         expect![[r#"
-            local.get 21
-            local.get 17
+            local.get 19
+            local.get 15
             i32.const 64
             i32.mul
             i32.add
-            local.set 22
-            local.get 22
+            local.set 20
+            local.get 20
             v128.load align=1
-            local.set 23
-            local.get 22
+            local.set 21
+            local.get 20
             v128.load offset=16 align=1
-            local.set 24
-            local.get 22
+            local.set 22
+            local.get 20
             v128.load offset=32 align=1
-            local.set 25
-            local.get 22
+            local.set 23
+            local.get 20
             v128.load offset=48 align=1
-            local.set 26
+            local.set 24
+            local.get 21
+            local.get 22
+            i8x16.shuffle 0 4 8 12 16 20 24 28 0 0 0 0 0 0 0 0
+            local.set 25
             local.get 23
             local.get 24
-            i8x16.shuffle 0 4 8 12 16 20 24 28 0 0 0 0 0 0 0 0
-            local.set 27
+            i8x16.shuffle 0 0 0 0 0 0 0 0 0 4 8 12 16 20 24 28
+            local.set 26
             local.get 25
             local.get 26
-            i8x16.shuffle 0 0 0 0 0 0 0 0 0 4 8 12 16 20 24 28
-            local.set 28
-            local.get 27
-            local.get 28
             i8x16.shuffle 0 1 2 3 4 5 6 7 24 25 26 27 28 29 30 31
-            local.set 29
-            local.get 20
-            local.get 17
+            local.set 27
+            local.get 18
+            local.get 15
             i32.const 16
             i32.mul
             i32.add
-            local.get 29
+            local.get 27
             v128.store align=1
-            local.get 17
+            local.get 15
             i32.const 1
             i32.add
-            local.tee 17
-            local.get 18
+            local.tee 15
+            local.get 16
             i32.lt_s
             br_if 0 (;@4;)"#]],
     );

@@ -57,73 +57,73 @@ fn box_blur_steady_state_is_v128_without_clamps() {
     let wat = example_wat("box_blur.ag");
     expect![[r#"
         7 steady-state loops; the first:
-        local.get 386
+        local.get 362
         i32.const 8
         i32.mul
         local.get 9
         i32.add
-        local.get 382
+        local.get 358
         i32.add
-        local.get 392
+        local.get 368
         i32.add
         local.get 2
         i32.sub
-        local.set 394
+        local.set 370
         local.get 1
-        local.get 394
+        local.get 370
         i32.const 1
         i32.shl
         i32.add
         v128.load align=1
-        local.set 162
+        local.set 152
         local.get 1
-        local.get 394
+        local.get 370
         i32.const 1
         i32.shl
         i32.add
         v128.load offset=2 align=1
-        local.set 160
-        local.get 162
-        local.get 160
+        local.set 151
+        local.get 152
+        local.get 151
         i16x8.add
-        local.set 159
+        local.set 184
         local.get 1
-        local.get 394
+        local.get 370
         i32.const 1
         i32.sub
         i32.const 1
         i32.shl
         i32.add
         v128.load align=1
-        local.set 192
-        local.get 159
-        local.get 192
+        local.set 185
+        local.get 184
+        local.get 185
         i16x8.add
-        local.set 193
-        local.get 193
-        local.get 183
+        local.set 314
+        local.get 314
+        local.get 155
         i32x4.extmul_low_i16x8_u
         i32.const 17
         i32x4.shr_u
-        local.get 193
-        local.get 183
+        local.get 314
+        local.get 155
         i32x4.extmul_high_i16x8_u
         i32.const 17
         i32x4.shr_u
         i16x8.narrow_i32x4_u
-        local.set 338
-        local.get 393
-        local.get 386
+        local.set 154
+        local.get 369
+        local.get 362
         i32.const 16
         i32.mul
         i32.add
-        local.get 338
+        local.get 154
         v128.store offset=512 align=1
-        local.get 386
+        local.get 362
         i32.const 1
         i32.add
-        local.tee 386
-        local.get 387
+        local.tee 362
+        local.get 363
         i32.lt_s
         br_if 0 (;@9;)"#]]
     .assert_eq(&steady_loops(&wat));
