@@ -292,6 +292,9 @@ impl FnBuilder<'_> {
         struct Accesses {
             found: Vec<(String, Expr)>,
             allocated: HashSet<String>,
+            /// Scalar lets of the body (an index is often one), and how
+            /// many times each name is bound.
+            lets: HashMap<String, (Expr, usize)>,
         }
         impl Accesses {
             fn add(&mut self, buffer: &str, index: &Expr) {
@@ -313,14 +316,23 @@ impl FnBuilder<'_> {
         }
         impl Visitor for Accesses {
             fn visit_expr(&mut self, e: &Expr) {
-                if let ExprKind::Load { buffer, index } = e.kind() {
-                    self.add(buffer, index);
+                match e.kind() {
+                    ExprKind::Load { buffer, index } => self.add(buffer, index),
+                    ExprKind::Let { name, value, .. } => {
+                        let entry = self.lets.entry(name.clone()).or_insert((value.clone(), 0));
+                        entry.1 += 1;
+                    }
+                    _ => {}
                 }
                 walk_expr(self, e);
             }
             fn visit_stmt(&mut self, s: &Stmt) {
                 match s {
                     Stmt::Store { buffer, index, .. } => self.add(buffer, index),
+                    Stmt::LetStmt { name, value, .. } => {
+                        let entry = self.lets.entry(name.clone()).or_insert((value.clone(), 0));
+                        entry.1 += 1;
+                    }
                     Stmt::Allocate { buffer, .. } => {
                         self.allocated.insert(buffer.clone());
                     }
@@ -341,6 +353,20 @@ impl FnBuilder<'_> {
             };
             let mut parts = Vec::new();
             terms(&index, false, &mut parts);
+            // A let bound once in the body stands for its value there.
+            let mut expanded = Vec::new();
+            for (term, negate) in parts {
+                match term.kind() {
+                    ExprKind::Var(n)
+                        if let Some((value, 1)) = accesses.lets.get(n)
+                            && value.ty() == argent_ir::Type::I32 =>
+                    {
+                        terms(value, negate, &mut expanded)
+                    }
+                    _ => expanded.push((term, negate)),
+                }
+            }
+            let parts = expanded;
             let mut coefficient = 0i64;
             let mut invariant: Option<Expr> = None;
             let mut affine = true;

@@ -57,29 +57,29 @@ fn box_blur_steady_state_is_v128_without_clamps() {
     let wat = example_wat("box_blur.ag");
     expect![[r#"
         7 steady-state loops; the first:
-        local.get 362
+        local.get 368
         i32.const 8
         i32.mul
         local.get 9
         i32.add
-        local.get 358
+        local.get 364
         i32.add
-        local.get 368
+        local.get 374
         i32.add
         local.get 2
         i32.sub
-        local.set 370
-        local.get 1
-        local.get 370
-        i32.const 1
-        i32.shl
+        local.set 379
+        local.get 376
+        local.get 368
+        i32.const 16
+        i32.mul
         i32.add
         v128.load align=1
         local.set 152
-        local.get 1
-        local.get 370
-        i32.const 1
-        i32.shl
+        local.get 377
+        local.get 368
+        i32.const 16
+        i32.mul
         i32.add
         v128.load offset=2 align=1
         local.set 151
@@ -87,43 +87,41 @@ fn box_blur_steady_state_is_v128_without_clamps() {
         local.get 151
         i16x8.add
         local.set 184
-        local.get 1
-        local.get 370
-        i32.const 1
-        i32.sub
-        i32.const 1
-        i32.shl
+        local.get 378
+        local.get 368
+        i32.const 16
+        i32.mul
         i32.add
         v128.load align=1
         local.set 185
         local.get 184
         local.get 185
         i16x8.add
-        local.set 314
-        local.get 314
+        local.set 317
+        local.get 317
         local.get 155
         i32x4.extmul_low_i16x8_u
         i32.const 17
         i32x4.shr_u
-        local.get 314
+        local.get 317
         local.get 155
         i32x4.extmul_high_i16x8_u
         i32.const 17
         i32x4.shr_u
         i16x8.narrow_i32x4_u
         local.set 154
-        local.get 369
-        local.get 362
+        local.get 375
+        local.get 368
         i32.const 16
         i32.mul
         i32.add
         local.get 154
         v128.store offset=512 align=1
-        local.get 362
+        local.get 368
         i32.const 1
         i32.add
-        local.tee 362
-        local.get 363
+        local.tee 368
+        local.get 369
         i32.lt_s
         br_if 0 (;@9;)"#]]
     .assert_eq(&steady_loops(&wat));
