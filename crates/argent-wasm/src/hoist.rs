@@ -353,13 +353,15 @@ impl FnBuilder<'_> {
             };
             let mut parts = Vec::new();
             terms(&index, false, &mut parts);
-            // A let bound once in the body stands for its value there.
+            // A let bound once in the body (and not outside it, so every
+            // use refers to it) stands for its value there.
             let mut expanded = Vec::new();
             for (term, negate) in parts {
                 match term.kind() {
                     ExprKind::Var(n)
                         if let Some((value, 1)) = accesses.lets.get(n)
-                            && value.ty() == argent_ir::Type::I32 =>
+                            && value.ty() == argent_ir::Type::I32
+                            && self.lookup(n).is_none() =>
                     {
                         terms(value, negate, &mut expanded)
                     }
