@@ -778,6 +778,7 @@ pub fn bounds_inference(
     let mut stmt = body.clone();
     let mut root_lets: Vec<(String, Expr)> = Vec::new();
     let params = param_scope(pipeline);
+    let ranged_params = pipeline.params.iter().any(|p| p.range.is_some());
     let mut helper_count = 0;
     for name in tree.realization_order.iter().rev() {
         let sched = tree
@@ -785,10 +786,30 @@ pub fn bounds_inference(
             .ok_or_else(|| LowerBug(format!("no schedule for {name}")))?;
         let consume = consume_body(&stmt, name)
             .ok_or_else(|| LowerBug(format!("injection point of {name} not found")))?;
-        let scope = params.clone().naming("", helper_count);
-        let (required, scope) = box_read_in(consume, name, scope);
-        let named;
+        // Parameters as themselves first, so the region follows their
+        // run-time values (local_laplacian's `levels` pyramid levels, not
+        // the most its range allows); their declared ranges only bound the
+        // dimensions that have no bound otherwise.
+        let scope = Scope::default().naming("", helper_count);
+        let (mut required, scope) = box_read_in(consume, name, scope);
+        let mut named;
         (named, helper_count) = scope.named();
+        let unbounded =
+            |b: &Option<Box_>| b.as_ref().is_some_and(|b| b.iter().any(|i| !i.is_bounded()));
+        if unbounded(&required) && ranged_params {
+            let scope = params.clone().naming("", helper_count);
+            let (ranged, scope) = box_read_in(consume, name, scope);
+            let (more, count) = scope.named();
+            named.extend(more);
+            helper_count = count;
+            if let (Some(symbolic), Some(ranged)) = (&mut required, ranged) {
+                for (s, r) in symbolic.iter_mut().zip(ranged) {
+                    if !s.is_bounded() {
+                        *s = r;
+                    }
+                }
+            }
+        }
         let region = func_region(tree, pipeline, name, required)?;
         let region_lets = region_lets(pipeline, name, &region);
         let used: Vec<Expr> = region_lets.iter().map(|(_, v)| v.clone()).collect();

@@ -13,7 +13,7 @@ use argent_ir::{
     AssertKind, BinOp, CallTarget, Expr, ExprKind, ForKind, Intrinsic, Module, Stmt, Type,
     TypeKind, UnaryOp,
 };
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use wasm_encoder::{
     BlockType, CodeSection, ConstExpr, EntityType, ExportKind, ExportSection, Function,
     FunctionSection, GlobalSection, GlobalType, ImportSection, Instruction as I, MemArg,
@@ -101,6 +101,22 @@ pub(crate) struct FnBuilder<'c> {
     /// Locals handed out since the current statement started, when it is
     /// one whose temporaries all die at its end (a store).
     temporaries: Option<Vec<(ValType, u32)>>,
+    /// Vector values already computed in the current store statement, so a
+    /// subexpression that occurs several times (`f32(in[i])` read by both
+    /// sides of a `select`, say) is computed once. Nothing stores to memory
+    /// inside one expression, so loads may be shared too. `None` outside a
+    /// store, and while code runs conditionally (a local set in one branch
+    /// would be unset in the other).
+    pub(crate) vector_cache: Option<Vec<(Expr, u8, VecVal)>>,
+    /// Broadcasts of loop-invariant scalars computed before the loops that
+    /// use them: the scalar, the lane width, and the v128 local holding it.
+    pub(crate) hoisted_splats: Vec<(Expr, u8, u32)>,
+    /// Scalar expression nodes computed before the loops that use them
+    /// (see `hoist.rs`), by node address: the node (kept alive so the
+    /// address stays its own) and its local.
+    pub(crate) hoisted_scalars: HashMap<usize, (Expr, u32)>,
+    /// Accesses whose address is mostly computed before their loop.
+    pub(crate) hoisted_addresses: Vec<crate::hoist::HoistedAddress>,
 }
 
 pub(crate) fn mem(offset: u64, align: u32) -> MemArg {
@@ -188,6 +204,10 @@ impl<'c> FnBuilder<'c> {
             in_task,
             free: Vec::new(),
             temporaries: None,
+            vector_cache: None,
+            hoisted_splats: Vec::new(),
+            hoisted_scalars: HashMap::new(),
+            hoisted_addresses: Vec::new(),
         }
     }
 
@@ -296,6 +316,10 @@ impl<'c> FnBuilder<'c> {
                 "vector expression {e} in scalar context"
             )));
         }
+        if let Some((_, local)) = self.hoisted_scalars.get(&crate::hoist::node_key(e)) {
+            self.emit(I::LocalGet(*local));
+            return Ok(());
+        }
         match e.kind() {
             ExprKind::IntImm(v) => {
                 let v = ty.wrap(*v);
@@ -367,9 +391,15 @@ impl<'c> FnBuilder<'c> {
                 if has_load(then) || has_load(otherwise) {
                     self.expr(cond)?;
                     self.emit(I::If(BlockType::Result(val_type(ty)?)));
-                    self.expr(then)?;
-                    self.emit(I::Else);
-                    self.expr(otherwise)?;
+                    // Values computed in one branch must not be reused after it.
+                    let cache = self.vector_cache.take();
+                    let branches = (|| {
+                        self.expr(then)?;
+                        self.emit(I::Else);
+                        self.expr(otherwise)
+                    })();
+                    self.vector_cache = cache;
+                    branches?;
                     self.emit(I::End);
                 } else {
                     self.expr(then)?;
@@ -403,10 +433,16 @@ impl<'c> FnBuilder<'c> {
     fn bind_value(&mut self, value: &Expr) -> Result<Binding, CodegenError> {
         if value.ty().is_vector() {
             let mark = self.code.len();
+            let cache_mark = self.vector_cache.as_ref().map(Vec::len);
             match self.vexpr_any(value) {
                 Ok(v) => return Ok(Binding::Vector(v)),
                 Err(crate::simd::VErr::Fatal(e)) => return Err(e),
-                Err(crate::simd::VErr::Unsupported) => self.code.truncate(mark),
+                Err(crate::simd::VErr::Unsupported) => {
+                    self.code.truncate(mark);
+                    if let (Some(cache), Some(len)) = (&mut self.vector_cache, cache_mark) {
+                        cache.truncate(len);
+                    }
+                }
             }
             // Lane by lane: a vector of scalar locals.
             let lanes = value.ty().lanes;
@@ -462,9 +498,12 @@ impl<'c> FnBuilder<'c> {
     /// offset (which the caller puts in the memarg).
     pub fn address(&mut self, buf: &BufBinding, index: &Expr) -> Result<u64, CodegenError> {
         let (dynamic, offset) = split_constant_offset(index);
+        let shift = log2_bytes(buf.ty);
+        if self.hoisted_address(&buf.name, &dynamic) {
+            return Ok((offset as u64) << shift);
+        }
         self.emit(I::LocalGet(buf.base));
         self.expr(&dynamic)?;
-        let shift = log2_bytes(buf.ty);
         if shift > 0 {
             self.emit(I::I32Const(shift as i32));
             self.emit(I::I32Shl);
@@ -1230,6 +1269,23 @@ impl<'c> FnBuilder<'c> {
         self.emit(I::LocalGet(end));
         self.emit(I::I32GeS);
         self.emit(I::BrIf(0));
+        // Only once the loop is known to run: nothing is computed for
+        // loops that do not.
+        let bound = crate::hoist::names_bound_in(body, var);
+        // Only out of innermost loops: values hoisted further out stay live
+        // across the inner loops, and the engine then spills them there.
+        let innermost = !crate::hoist::has_loop(body);
+        let scalars = if innermost {
+            self.hoist_scalars(&bound, body)?
+        } else {
+            Vec::new()
+        };
+        let addresses = self.hoisted_addresses.len();
+        self.hoist_addresses(var, i, &bound, body)?;
+        let hoisted = self.hoisted_splats.len();
+        if self.ctx.options.simd && innermost {
+            self.hoist_splats(&bound, body)?;
+        }
         self.emit(I::Loop(BlockType::Empty));
         self.scopes.push((
             var.to_string(),
@@ -1240,6 +1296,11 @@ impl<'c> FnBuilder<'c> {
         ));
         let r = self.stmt(body);
         self.scopes.pop();
+        self.hoisted_splats.truncate(hoisted);
+        self.hoisted_addresses.truncate(addresses);
+        for e in &scalars {
+            self.hoisted_scalars.remove(&crate::hoist::node_key(e));
+        }
         r?;
         self.emit(I::LocalGet(i));
         self.emit(I::I32Const(1));

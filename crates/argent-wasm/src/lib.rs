@@ -139,6 +139,7 @@
 //!   unexpanded.
 
 mod emit;
+mod hoist;
 mod scalarize;
 mod simd;
 

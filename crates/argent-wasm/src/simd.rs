@@ -10,7 +10,9 @@
 use crate::CodegenError;
 use crate::emit::{Binding, FnBuilder, VecVal, mem};
 use crate::scalarize::lane_of;
-use argent_ir::{BinOp, CallTarget, Expr, ExprKind, Intrinsic, Type, UnaryOp};
+use argent_ir::visit::{Visitor, walk_expr};
+use argent_ir::{BinOp, CallTarget, Expr, ExprKind, Intrinsic, Stmt, Type, UnaryOp};
+use std::collections::HashSet;
 use wasm_encoder::{Instruction as I, ValType};
 
 /// Why a vector lowering did not happen.
@@ -70,13 +72,119 @@ fn dense_or_strided(index: &Expr) -> Option<(Expr, i64)> {
     None
 }
 
-/// `base + c`, without a useless `+ 0`.
-fn offset_index(base: &Expr, c: i64) -> Expr {
-    if c == 0 {
-        base.clone()
-    } else {
-        Expr::add(base.clone(), Expr::i32(c))
+/// A ramp of a scalar with a constant stride, as its base, stride and
+/// lane count.
+fn constant_stride_ramp(value: &Expr) -> Option<(&Expr, &Expr, u16)> {
+    match value.kind() {
+        ExprKind::Ramp {
+            base,
+            stride,
+            lanes,
+        } if base.ty().is_scalar() && stride.as_int().is_some() => Some((base, stride, *lanes)),
+        _ => None,
     }
+}
+
+/// `Broadcast(FloatImm c)` as `c`.
+fn float_broadcast(e: &Expr) -> Option<f64> {
+    match e.kind() {
+        ExprKind::Broadcast { value, .. } => value.as_float(),
+        _ => None,
+    }
+}
+
+/// `1 / c` when `c` is a power of two whose reciprocal is a normal f32.
+fn exact_reciprocal(c: f64) -> Option<f64> {
+    let f = c as f32;
+    let r = 1.0 / f;
+    let power_of_two = f.is_normal() && f.abs().to_bits() & 0x007f_ffff == 0;
+    (power_of_two && r.is_normal()).then_some(r as f64)
+}
+
+/// The multiplier `m < 2^16` and shift `p` with `floor(x * m / 2^p) ==
+/// floor(x / c)` for every `bits`-bit unsigned `x` (Granlund-Montgomery:
+/// `2^p <= m*c <= 2^p + 2^(p-bits)`), if there is one.
+fn unsigned_magic(c: i64, bits: u8) -> Option<(u64, u32)> {
+    let n = bits as u32;
+    let c = c as u64;
+    (16..=32u32).find_map(|p| {
+        let m = (1u64 << p).div_ceil(c);
+        (m < (1 << 16) && m * c - (1u64 << p) <= 1u64 << (p - n)).then_some((m, p))
+    })
+}
+
+/// The scalar whose 16-bit splat holds the magic multiplier `m`, as hoisted
+/// out of loops.
+fn magic_splat_value(m: u64) -> Expr {
+    Expr::constant(Type::U16, m as f64)
+}
+
+/// Splits a gather's vector index into the part that differs per lane and
+/// the sum of its broadcast terms (`v - x4(k * 256) + x4(3840)` into `v`
+/// and `3840 - k * 256`), if it has any. Both sides wrap like the original
+/// sum, so `base + (v + s) * size` is the same address.
+fn split_gather_index(index: &Expr) -> (Expr, Option<Expr>) {
+    fn go(e: &Expr, negate: bool, scalars: &mut Vec<(Expr, bool)>) -> Option<Expr> {
+        match e.kind() {
+            ExprKind::Broadcast { value, .. } if value.ty().is_scalar() => {
+                scalars.push((value.clone(), negate));
+                None
+            }
+            ExprKind::Binary {
+                op: op @ (BinOp::Add | BinOp::Sub),
+                a,
+                b,
+            } => {
+                let a = go(a, negate, scalars);
+                let b = go(b, negate != (*op == BinOp::Sub), scalars);
+                match (a, b) {
+                    (Some(a), Some(b)) if *op == BinOp::Add => Some(Expr::add(a, b)),
+                    (Some(a), Some(b)) => Some(Expr::sub(a, b)),
+                    (Some(a), None) => Some(a),
+                    (None, Some(b)) if *op == BinOp::Add => Some(b),
+                    (None, Some(b)) => {
+                        Some(Expr::sub(Expr::broadcast(Expr::i32(0), b.ty().lanes), b))
+                    }
+                    (None, None) => None,
+                }
+            }
+            // Vector terms keep their place (and sign) in the rebuilt sum.
+            _ => Some(e.clone()),
+        }
+    }
+    if index.ty().element() != Type::I32 {
+        return (index.clone(), None);
+    }
+    let mut scalars = Vec::new();
+    let Some(lanes) = go(index, false, &mut scalars) else {
+        return (index.clone(), None);
+    };
+    let scalar = scalars
+        .into_iter()
+        .fold(None, |acc: Option<Expr>, (s, negate)| {
+            Some(match (acc, negate) {
+                (None, false) => s,
+                (None, true) => Expr::sub(Expr::i32(0), s),
+                (Some(a), false) => Expr::add(a, s),
+                (Some(a), true) => Expr::sub(a, s),
+            })
+        });
+    (lanes, scalar)
+}
+
+/// Whether computing `e` costs enough that an equal occurrence later in
+/// the same statement should reuse its registers (variables, constants and
+/// broadcasts are as cheap to recompute as to look up).
+fn worth_sharing(e: &Expr) -> bool {
+    matches!(
+        e.kind(),
+        ExprKind::Load { .. }
+            | ExprKind::Cast { .. }
+            | ExprKind::Binary { .. }
+            | ExprKind::Select { .. }
+            | ExprKind::Call { .. }
+            | ExprKind::Shuffle { .. }
+    )
 }
 
 /// `Broadcast(IntImm c)` (or a vector constant) as `c`.
@@ -275,19 +383,73 @@ impl FnBuilder<'_> {
         if ty.is_scalar() {
             return Err(VErr::Unsupported);
         }
+        let key_bits = if ty.is_bool() { mask_bits } else { 0 };
+        let shareable = self.vector_cache.is_some() && worth_sharing(e);
+        if shareable && let Some(v) = self.cached_vector(e, key_bits) {
+            return Ok(v);
+        }
         let mark = self.code.len();
+        let cache_mark = self.vector_cache.as_ref().map_or(0, Vec::len);
         let v = match self.vexpr_node(e, mask_bits) {
             Ok(v) => v,
             Err(VErr::Unsupported) => {
+                // Values computed by the discarded code are gone with it.
                 self.code.truncate(mark);
+                if let Some(cache) = &mut self.vector_cache {
+                    cache.truncate(cache_mark);
+                }
                 self.lanewise(e, bits)?
             }
             Err(fatal) => return Err(fatal),
         };
-        if ty.is_bool() && v.lane_bits != mask_bits {
-            return self.mask_convert(&v, mask_bits);
+        let v = if ty.is_bool() && v.lane_bits != mask_bits {
+            self.mask_convert(&v, mask_bits)?
+        } else {
+            v
+        };
+        if shareable && let Some(cache) = &mut self.vector_cache {
+            cache.push((e.clone(), key_bits, v.clone()));
         }
         Ok(v)
+    }
+
+    /// Computes `body` with `name` bound to `binding`.
+    fn vexpr_in_scope(
+        &mut self,
+        name: String,
+        binding: Binding,
+        body: &Expr,
+        mask_bits: u8,
+    ) -> VResult<VecVal> {
+        // Cached values that mention an outer `name` would be wrong inside
+        // the body, and values mentioning this `name` would be wrong after it.
+        let shadows = self.lookup(&name).is_some();
+        let outer_cache = if shadows {
+            self.vector_cache.replace(Vec::new())
+        } else {
+            None
+        };
+        let cache_mark = self.vector_cache.as_ref().map_or(0, Vec::len);
+        self.scopes.push((name, binding));
+        let r = self.vexpr(body, mask_bits);
+        self.scopes.pop();
+        if shadows {
+            self.vector_cache = outer_cache;
+        } else if let Some(cache) = &mut self.vector_cache {
+            cache.truncate(cache_mark);
+        }
+        r
+    }
+
+    /// The registers of an equal expression computed earlier in this
+    /// statement, if any.
+    fn cached_vector(&self, e: &Expr, key_bits: u8) -> Option<VecVal> {
+        let cache = self.vector_cache.as_ref()?;
+        cache
+            .iter()
+            .rev()
+            .find(|(k, b, _)| *b == key_bits && (std::ptr::eq(k.kind(), e.kind()) || k == e))
+            .map(|(_, _, v)| v.clone())
     }
 
     /// Changes the lane width of a mask vector.
@@ -371,7 +533,136 @@ impl FnBuilder<'_> {
         }
     }
 
+    /// Splats, before a loop over `var`, every broadcast in `body` of a
+    /// scalar that does not change inside the loop, so the loop body reuses
+    /// a register instead of splatting again on every iteration.
+    pub(crate) fn hoist_splats(
+        &mut self,
+        bound: &HashSet<String>,
+        body: &Stmt,
+    ) -> Result<(), CodegenError> {
+        // Enough registers for the hot broadcasts of big bodies, few enough
+        // that they need not all live on the stack.
+        const MAX_HOISTED: usize = 48;
+        /// The broadcast values of the body.
+        #[derive(Default)]
+        struct Scan {
+            values: Vec<Expr>,
+        }
+        impl Visitor for Scan {
+            fn visit_expr(&mut self, e: &Expr) {
+                if let ExprKind::Broadcast { value, .. } = e.kind()
+                    && value.ty().is_scalar()
+                    && !value.ty().is_bool()
+                    && (value.ty().bits == 32 || (value.ty().is_integer() && value.ty().bits <= 32))
+                    && self.values.len() < 4 * MAX_HOISTED
+                    && !self.values.contains(value)
+                {
+                    self.values.push(value.clone());
+                }
+                // The multiplier of an unsigned division by a constant.
+                if let ExprKind::Binary {
+                    op: BinOp::Div | BinOp::Mod,
+                    a,
+                    b,
+                } = e.kind()
+                    && a.ty().is_vector()
+                    && a.ty().is_uint()
+                    && a.ty().bits <= 16
+                    && let Some(c) = broadcast_const(b)
+                    && c > 0
+                    && !(c as u64).is_power_of_two()
+                    && let Some((m, _)) = unsigned_magic(c, a.ty().bits)
+                {
+                    let value = magic_splat_value(m);
+                    if self.values.len() < 4 * MAX_HOISTED && !self.values.contains(&value) {
+                        self.values.push(value);
+                    }
+                }
+                walk_expr(self, e);
+            }
+        }
+        /// Whether `e` is plain scalar arithmetic on variables outside `bound`.
+        struct Invariant<'a> {
+            bound: &'a HashSet<String>,
+            vars: Vec<String>,
+            ok: bool,
+        }
+        impl Visitor for Invariant<'_> {
+            fn visit_expr(&mut self, e: &Expr) {
+                match e.kind() {
+                    ExprKind::Var(n) if self.bound.contains(n) => self.ok = false,
+                    ExprKind::Var(n) => self.vars.push(n.clone()),
+                    ExprKind::Load { .. }
+                    | ExprKind::Let { .. }
+                    | ExprKind::Shuffle { .. }
+                    | ExprKind::Ramp { .. }
+                    | ExprKind::Broadcast { .. } => self.ok = false,
+                    ExprKind::Call { target, .. }
+                        if !matches!(target, CallTarget::Intrinsic(_)) =>
+                    {
+                        self.ok = false
+                    }
+                    _ => {}
+                }
+                if self.ok {
+                    walk_expr(self, e);
+                }
+            }
+        }
+        let mut scan = Scan::default();
+        scan.visit_stmt(body);
+        let mut hoisted = 0;
+        for value in scan.values {
+            if hoisted == MAX_HOISTED {
+                break;
+            }
+            let mut check = Invariant {
+                bound,
+                vars: Vec::new(),
+                ok: true,
+            };
+            check.visit_expr(&value);
+            let bits = value.ty().bits;
+            if !check.ok
+                || !check
+                    .vars
+                    .iter()
+                    .all(|n| matches!(self.lookup(n), Some(Binding::Scalar { .. })))
+                || self.hoisted_splat(&value, bits).is_some()
+            {
+                continue;
+            }
+            let v = match self.splat_scalar(&value, lanes_per_part(bits), bits) {
+                Ok(v) => v,
+                Err(VErr::Fatal(e)) => return Err(e),
+                Err(VErr::Unsupported) => continue,
+            };
+            self.hoisted_splats.push((value, bits, v.parts[0]));
+            hoisted += 1;
+        }
+        Ok(())
+    }
+
+    /// The register holding an earlier hoisted splat of `value`.
+    fn hoisted_splat(&self, value: &Expr, bits: u8) -> Option<u32> {
+        self.hoisted_splats
+            .iter()
+            .rev()
+            .find(|(v, b, _)| *b == bits && v == value)
+            .map(|(_, _, l)| *l)
+    }
+
     fn splat_scalar(&mut self, value: &Expr, lanes: u16, bits: u8) -> VResult<VecVal> {
+        if !value.ty().is_bool()
+            && let Some(local) = self.hoisted_splat(value, bits)
+        {
+            return Ok(VecVal {
+                parts: vec![local; part_count(lanes, bits)],
+                lane_bits: bits,
+                lanes,
+            });
+        }
         self.expr(value)?;
         if value.ty().is_bool() {
             let t = self.set_new_local(ValType::I32);
@@ -516,6 +807,24 @@ impl FnBuilder<'_> {
                 target: CallTarget::Intrinsic(intrinsic),
                 args,
             } => self.vintrinsic(*intrinsic, args, ty, mask_bits),
+            ExprKind::Let { name, value, body }
+                if let Some((scalar, stride, lanes)) = constant_stride_ramp(value) =>
+            {
+                // A let-bound ramp (typically a shared index) stays visible
+                // as one in the body, so loads and stores through it are
+                // still recognised as dense or strided: only its base gets
+                // a local.
+                self.expr(scalar)?;
+                let ty = scalar.ty();
+                let local = self.set_new_local(crate::emit::val_type(ty)?);
+                let scalar_name = format!("{name}.scalar");
+                let body = argent_ir::visit::substitute(
+                    body,
+                    name,
+                    &Expr::ramp(Expr::var(ty, scalar_name.clone()), stride.clone(), lanes),
+                );
+                self.vexpr_in_scope(scalar_name, Binding::Scalar { local, ty }, &body, mask_bits)
+            }
             ExprKind::Let { name, value, body } => {
                 let binding = if value.ty().is_vector() {
                     Binding::Vector(self.vexpr_any(value)?)
@@ -527,10 +836,7 @@ impl FnBuilder<'_> {
                         ty: value.ty(),
                     }
                 };
-                self.scopes.push((name.clone(), binding));
-                let r = self.vexpr(body, mask_bits);
-                self.scopes.pop();
-                r
+                self.vexpr_in_scope(name.clone(), binding, body, mask_bits)
             }
             ExprKind::Load { buffer, index } => self.vload(e, buffer, index, mask_bits),
             ExprKind::Shuffle { vectors, indices } => {
@@ -666,10 +972,13 @@ impl FnBuilder<'_> {
         let mut parts = Vec::new();
         match dense_or_strided(index) {
             Some((base, 1)) => {
+                let (addr, first) = self.base_address(&buf, &base, n)?;
                 for j in 0..n {
                     let lanes_here = (ty.lanes as usize - j * per).min(per);
-                    let idx = offset_index(&base, (j * per) as i64);
-                    let offset = self.address(&buf, &idx)?;
+                    let offset = first + (j * per * bytes) as u64;
+                    if let Some(addr) = addr {
+                        self.emit(I::LocalGet(addr));
+                    }
                     self.emit(match lanes_here * bytes {
                         16 => I::V128Load(mem(offset, 0)),
                         8 => I::V128Load64Zero(mem(offset, 0)),
@@ -685,11 +994,11 @@ impl FnBuilder<'_> {
             // pick every k-th element with shuffles.
             Some((base, k @ 2..=4)) => {
                 let k = k as usize;
+                let (addr, first) = self.base_address(&buf, &base, 2)?;
+                let addr = addr.expect("a base address used twice has a local");
                 for j in 0..n {
                     let lanes_here = (ty.lanes as usize - j * per).min(per);
-                    let idx = offset_index(&base, (j * per * k) as i64);
-                    let offset = self.address(&buf, &idx)?;
-                    let addr = self.set_new_local(ValType::I32);
+                    let offset = first + (j * per * k * bytes) as u64;
                     let window = ((lanes_here - 1) * k + 1) * bytes;
                     let regs: Vec<u32> = (0..window.div_ceil(16))
                         .map(|w| {
@@ -718,24 +1027,66 @@ impl FnBuilder<'_> {
                     let v = self.splat_scalar(&scalar, *lanes, elem_bits)?;
                     return self.finish_load(v, buf.ty, mask_bits);
                 }
-                // A gather: vector indices, scalar loads.
-                let idx = self.vexpr(index, 32)?;
+                // A gather: vector indices, one load per lane straight into
+                // its lane. Broadcast terms of the index are added to the
+                // base address once rather than to every lane.
+                let (lanes_index, scalar) = split_gather_index(index);
+                let idx = self.vexpr(&lanes_index, 32)?;
                 if idx.lane_bits != 32 {
                     return Err(VErr::Unsupported);
                 }
-                let load_ty = if buf.ty.is_bool() { Type::U8 } else { buf.ty };
-                let v = self.build_lanes(load_ty.with_lanes(ty.lanes), elem_bits, |s, lane| {
-                    s.emit(I::LocalGet(buf.base));
-                    s.extract_lane(&idx, lane, Type::I32);
-                    let shift = bytes.trailing_zeros() as i32;
-                    if shift > 0 {
-                        s.emit(I::I32Const(shift));
-                        s.emit(I::I32Shl);
+                let shift = bytes.trailing_zeros() as i32;
+                let base = match scalar {
+                    Some(scalar) => {
+                        self.emit(I::LocalGet(buf.base));
+                        self.expr(&scalar)?;
+                        if shift > 0 {
+                            self.emit(I::I32Const(shift));
+                            self.emit(I::I32Shl);
+                        }
+                        self.emit(I::I32Add);
+                        self.set_new_local(ValType::I32)
                     }
-                    s.emit(I::I32Add);
-                    s.load_scalar(load_ty, 0);
-                    Ok(())
-                })?;
+                    None => buf.base,
+                };
+                let mut parts = Vec::new();
+                for j in 0..n {
+                    let lanes_here = (ty.lanes as usize - j * per).min(per);
+                    let part = self.v128_local();
+                    for k in 0..lanes_here {
+                        self.emit(I::LocalGet(base));
+                        self.extract_lane(&idx, (j * per + k) as u16, Type::I32);
+                        if shift > 0 {
+                            self.emit(I::I32Const(shift));
+                            self.emit(I::I32Shl);
+                        }
+                        self.emit(I::I32Add);
+                        let m = mem(0, shift as u32);
+                        if k == 0 {
+                            // The first lane fills the register.
+                            self.emit(match elem_bits {
+                                32 => I::V128Load32Splat(m),
+                                16 => I::V128Load16Splat(m),
+                                _ => I::V128Load8Splat(m),
+                            });
+                        } else {
+                            self.emit(I::LocalGet(part));
+                            let lane = k as u8;
+                            self.emit(match elem_bits {
+                                32 => I::V128Load32Lane { memarg: m, lane },
+                                16 => I::V128Load16Lane { memarg: m, lane },
+                                _ => I::V128Load8Lane { memarg: m, lane },
+                            });
+                        }
+                        self.emit(I::LocalSet(part));
+                    }
+                    parts.push(part);
+                }
+                let v = VecVal {
+                    parts,
+                    lane_bits: elem_bits,
+                    lanes: ty.lanes,
+                };
                 return self.finish_load(v, buf.ty, mask_bits);
             }
         }
@@ -745,6 +1096,23 @@ impl FnBuilder<'_> {
             lanes: ty.lanes,
         };
         self.finish_load(v, buf.ty, mask_bits)
+    }
+
+    /// The byte address of element `base` of `buf` as a local plus a
+    /// constant byte offset, for `uses` accesses at further constant
+    /// offsets: the address is computed once. With a single use the address
+    /// is left on the stack instead (`None`).
+    fn base_address(
+        &mut self,
+        buf: &crate::emit::BufBinding,
+        base: &Expr,
+        uses: usize,
+    ) -> VResult<(Option<u32>, u64)> {
+        let offset = self.address(buf, base)?;
+        if uses <= 1 {
+            return Ok((None, offset));
+        }
+        Ok((Some(self.set_new_local(ValType::I32)), offset))
     }
 
     /// Turns loaded bool bytes (0/1) into masks.
@@ -758,6 +1126,14 @@ impl FnBuilder<'_> {
 
     /// Stores a vector; dense ramps become v128 stores.
     pub(crate) fn vstore(&mut self, buffer: &str, index: &Expr, value: &Expr) -> VResult<()> {
+        let outer = self.vector_cache.replace(Vec::new());
+        let r = self.vstore_shared(buffer, index, value);
+        self.vector_cache = outer;
+        r
+    }
+
+    /// [`Self::vstore`] with the statement's cache of computed values set up.
+    fn vstore_shared(&mut self, buffer: &str, index: &Expr, value: &Expr) -> VResult<()> {
         let buf = self.buffer(buffer)?;
         let lanes = value.ty().lanes;
         if index.ty().lanes != lanes {
@@ -773,10 +1149,13 @@ impl FnBuilder<'_> {
         }
         let per = lanes_per_part(v.lane_bits) as usize;
         if let Some((base, 1)) = dense_or_strided(index) {
+            let (addr, first) = self.base_address(&buf, &base, v.parts.len())?;
             for (j, &part) in v.parts.iter().enumerate() {
                 let lanes_here = (lanes as usize - j * per).min(per);
-                let idx = offset_index(&base, (j * per) as i64);
-                let offset = self.address(&buf, &idx)?;
+                let offset = first + (j * per * bytes) as u64;
+                if let Some(addr) = addr {
+                    self.emit(I::LocalGet(addr));
+                }
                 self.emit(I::LocalGet(part));
                 self.emit(match lanes_here * bytes {
                     16 => I::V128Store(mem(offset, 0)),
@@ -796,6 +1175,21 @@ impl FnBuilder<'_> {
         // Scattered or strided: one scalar store per lane, values taken
         // from the registers.
         let store_ty = if buf.ty.is_bool() { Type::U8 } else { buf.ty };
+        if let Some((base, stride)) = dense_or_strided(index)
+            && stride >= 0
+        {
+            // Constant stride: one address, the lanes at constant offsets.
+            let (addr, first) = self.base_address(&buf, &base, lanes as usize)?;
+            for lane in 0..lanes {
+                if let Some(addr) = addr {
+                    self.emit(I::LocalGet(addr));
+                }
+                self.extract_lane(&v, lane, store_ty);
+                let offset = first + (lane as i64 * stride * bytes as i64) as u64;
+                self.store_scalar(store_ty, offset);
+            }
+            return Ok(());
+        }
         for lane in 0..lanes {
             let offset = self.address(&buf, &lane_of(index, lane))?;
             self.extract_lane(&v, lane, store_ty);
@@ -985,6 +1379,24 @@ impl FnBuilder<'_> {
                 }
                 return Err(VErr::Unsupported);
             }
+            // Division by a power of two is multiplication by its exact
+            // reciprocal: both round the same real number, so the results
+            // are identical, and a multiply is several times cheaper.
+            BinOp::Div
+                if float
+                    && let Some(reciprocal) = float_broadcast(b).and_then(exact_reciprocal) =>
+            {
+                let av = self.vexpr(a, operand_hint)?;
+                self.emit(I::F32Const((reciprocal as f32).into()));
+                self.emit(I::F32x4Splat);
+                let r = self.v128_local();
+                self.emit(I::LocalSet(r));
+                let rv = VecVal {
+                    parts: vec![r; av.parts.len()],
+                    ..av.clone()
+                };
+                return Ok(self.map2(&av, &rv, I::F32x4Mul));
+            }
             _ => {}
         }
         let av = self.vexpr(a, operand_hint)?;
@@ -1073,21 +1485,22 @@ impl FnBuilder<'_> {
         div: bool,
         ty: Type,
     ) -> Option<VecVal> {
-        let n = ty.bits as u32;
-        let c = c as u64;
-        let (m, p) = (16..=32u32).find_map(|p| {
-            let m = (1u64 << p).div_ceil(c);
-            (m < (1 << 16) && m * c - (1u64 << p) <= 1u64 << (p - n)).then_some((m, p))
-        })?;
+        let (m, p) = unsigned_magic(c, ty.bits)?;
         let wide = if ty.bits == 8 {
             self.widen2(x, false)
         } else {
             x.clone()
         };
-        self.emit(I::I32Const(m as i32));
-        self.emit(I::I16x8Splat);
-        let magic = self.v128_local();
-        self.emit(I::LocalSet(magic));
+        let magic = match self.hoisted_splat(&magic_splat_value(m), 16) {
+            Some(local) => local,
+            None => {
+                self.emit(I::I32Const(m as i32));
+                self.emit(I::I16x8Splat);
+                let magic = self.v128_local();
+                self.emit(I::LocalSet(magic));
+                magic
+            }
+        };
         let mut parts = Vec::new();
         for &part in &wide.parts {
             for high in [false, true] {

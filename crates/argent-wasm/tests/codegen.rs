@@ -4,7 +4,7 @@
 mod common;
 mod programs;
 
-use argent_ir::{BinOp, Expr, Stmt, Type};
+use argent_ir::{BinOp, BufferRole, Expr, ForKind, Stmt, Type};
 use argent_wasm::{CodegenError, CodegenOptions, compile};
 use common::*;
 use expect_test::{Expect, expect};
@@ -152,62 +152,51 @@ fn blur_uses_unaligned_loads_at_constant_offsets() {
         expect![[r#"
             local.get 1
             local.get 9
-            i32.const 8
+            i32.const 16
             i32.mul
-            i32.const 1
-            i32.shl
             i32.add
             v128.load align=1
-            local.set 11
-            local.get 1
-            local.get 9
-            i32.const 8
-            i32.mul
-            i32.const 1
-            i32.shl
-            i32.add
-            v128.load offset=2 align=1
-            local.set 12
-            local.get 11
-            local.get 12
-            i16x8.add
             local.set 13
             local.get 1
             local.get 9
-            i32.const 8
+            i32.const 16
             i32.mul
-            i32.const 1
-            i32.shl
             i32.add
-            v128.load offset=4 align=1
+            v128.load offset=2 align=1
             local.set 14
             local.get 13
             local.get 14
             i16x8.add
             local.set 15
-            i32.const 43691
-            i16x8.splat
+            local.get 1
+            local.get 9
+            i32.const 16
+            i32.mul
+            i32.add
+            v128.load offset=4 align=1
             local.set 16
             local.get 15
             local.get 16
+            i16x8.add
+            local.set 17
+            local.get 17
+            local.get 11
             i32x4.extmul_low_i16x8_u
             i32.const 17
             i32x4.shr_u
-            local.get 15
-            local.get 16
+            local.get 17
+            local.get 11
             i32x4.extmul_high_i16x8_u
             i32.const 17
             i32x4.shr_u
             i16x8.narrow_i32x4_u
-            local.set 17
+            local.set 18
             local.get 5
             local.get 9
-            i32.const 8
+            i32.const 16
             i32.mul
-            i32.const 1
-            i32.shl
             i32.add
-            local.get 17
+            local.get 18
             v128.store align=1
             local.get 9
             i32.const 1
@@ -224,58 +213,50 @@ fn rgba_channel_load_is_four_loads_and_three_shuffles() {
     check_inner_loop(
         &rgba_roundtrip(),
         expect![[r#"
-        local.get 1
-        local.get 15
-        i32.const 64
-        i32.mul
-        local.get 13
-        i32.add
-        i32.add
-        local.set 17
-        local.get 17
-        v128.load align=1
-        local.set 18
-        local.get 17
-        v128.load offset=16 align=1
-        local.set 19
-        local.get 17
-        v128.load offset=32 align=1
-        local.set 20
-        local.get 17
-        v128.load offset=48 align=1
-        local.set 21
-        local.get 18
-        local.get 19
-        i8x16.shuffle 0 4 8 12 16 20 24 28 0 0 0 0 0 0 0 0
-        local.set 22
-        local.get 20
-        local.get 21
-        i8x16.shuffle 0 0 0 0 0 0 0 0 0 4 8 12 16 20 24 28
-        local.set 23
-        local.get 22
-        local.get 23
-        i8x16.shuffle 0 1 2 3 4 5 6 7 24 25 26 27 28 29 30 31
-        local.set 24
-        local.get 5
-        local.get 13
-        local.get 3
-        i32.const 2
-        i32.shr_s
-        i32.mul
-        local.get 15
-        i32.const 16
-        i32.mul
-        i32.add
-        i32.add
-        local.get 24
-        v128.store align=1
-        local.get 15
-        i32.const 1
-        i32.add
-        local.tee 15
-        local.get 16
-        i32.lt_s
-        br_if 0 (;@4;)"#]],
+            local.get 19
+            local.get 15
+            i32.const 64
+            i32.mul
+            i32.add
+            local.set 20
+            local.get 20
+            v128.load align=1
+            local.set 21
+            local.get 20
+            v128.load offset=16 align=1
+            local.set 22
+            local.get 20
+            v128.load offset=32 align=1
+            local.set 23
+            local.get 20
+            v128.load offset=48 align=1
+            local.set 24
+            local.get 21
+            local.get 22
+            i8x16.shuffle 0 4 8 12 16 20 24 28 0 0 0 0 0 0 0 0
+            local.set 25
+            local.get 23
+            local.get 24
+            i8x16.shuffle 0 0 0 0 0 0 0 0 0 4 8 12 16 20 24 28
+            local.set 26
+            local.get 25
+            local.get 26
+            i8x16.shuffle 0 1 2 3 4 5 6 7 24 25 26 27 28 29 30 31
+            local.set 27
+            local.get 18
+            local.get 15
+            i32.const 16
+            i32.mul
+            i32.add
+            local.get 27
+            v128.store align=1
+            local.get 15
+            i32.const 1
+            i32.add
+            local.tee 15
+            local.get 16
+            i32.lt_s
+            br_if 0 (;@4;)"#]],
     );
 }
 
@@ -290,38 +271,199 @@ fn saturating_add_becomes_add_sat_u() {
     check_inner_loop(
         &module,
         expect![[r#"
-        local.get 1
-        local.get 13
-        i32.const 16
-        i32.mul
-        i32.add
-        v128.load align=1
-        local.set 15
-        local.get 5
-        local.get 13
-        i32.const 16
-        i32.mul
-        i32.add
-        v128.load align=1
-        local.set 16
-        local.get 15
-        local.get 16
-        i8x16.add_sat_u
-        local.set 17
-        local.get 9
-        local.get 13
-        i32.const 16
-        i32.mul
-        i32.add
-        local.get 17
-        v128.store align=1
-        local.get 13
-        i32.const 1
-        i32.add
-        local.tee 13
-        local.get 14
-        i32.lt_s
-        br_if 0 (;@2;)"#]],
+            local.get 1
+            local.get 13
+            i32.const 16
+            i32.mul
+            i32.add
+            v128.load align=1
+            local.set 15
+            local.get 5
+            local.get 13
+            i32.const 16
+            i32.mul
+            i32.add
+            v128.load align=1
+            local.set 16
+            local.get 15
+            local.get 16
+            i8x16.add_sat_u
+            local.set 17
+            local.get 9
+            local.get 13
+            i32.const 16
+            i32.mul
+            i32.add
+            local.get 17
+            v128.store align=1
+            local.get 13
+            i32.const 1
+            i32.add
+            local.tee 13
+            local.get 14
+            i32.lt_s
+            br_if 0 (;@2;)"#]],
+    );
+}
+
+#[test]
+fn repeated_subexpressions_are_computed_once() {
+    // `(a + b) * (a + b) - a` reads each input once and adds once.
+    let module = elementwise(Type::U16, Type::U16, 8, |a, b| {
+        let sum = Expr::add(a.clone(), b);
+        Expr::sub(Expr::mul(sum.clone(), sum), a)
+    });
+    let body = inner_loop(&wat(&module, CodegenOptions::default()));
+    let count = |op: &str| body.lines().filter(|l| *l == op).count();
+    assert_eq!(
+        (
+            count("v128.load align=1"),
+            count("i16x8.add"),
+            count("i16x8.mul")
+        ),
+        (2, 1, 1),
+        "{body}"
+    );
+}
+
+#[test]
+fn loop_invariant_scalars_and_broadcasts_are_computed_before_the_loop() {
+    // out[x*8 + p*q ..] = a[x*8 ..] + x8(u16(p*q)): `p*q` and its splat do
+    // not change with `x`, so the loop body has neither.
+    let pq = Expr::mul(Expr::var_i32("p"), Expr::var_i32("q"));
+    let body = for_loop(
+        "x",
+        Expr::i32(0),
+        Expr::var_i32("n"),
+        ForKind::Serial,
+        store(
+            "out",
+            dense(Expr::add(x() * 8, pq.clone()), 8),
+            Expr::add(
+                Expr::load(Type::U16.with_lanes(8), "a", dense(x() * 8, 8)),
+                Expr::broadcast(Expr::cast(Type::U16, pq), 8),
+            ),
+        ),
+    );
+    let module = module(
+        vec![
+            buffer("a", Type::U16, 1, BufferRole::Input),
+            buffer("out", Type::U16, 1, BufferRole::Output),
+        ],
+        vec![
+            param("p", Type::I32),
+            param("q", Type::I32),
+            param("n", Type::I32),
+        ],
+        body,
+    );
+    let text = wat(&module, CodegenOptions::default());
+    let body = inner_loop(&text);
+    let count = |op: &str| body.lines().filter(|l| l.starts_with(op)).count();
+    // The two `x * 8`, and no `p * q`; the add, and no splat.
+    assert_eq!(
+        (count("i32.mul"), count("i16x8.splat"), count("i16x8.add")),
+        (2, 0, 1),
+        "{body}"
+    );
+    assert_eq!(text.matches("i16x8.splat").count(), 1, "{text}");
+}
+
+#[test]
+fn f32_division_by_a_power_of_two_is_a_multiply() {
+    let by = |c: f64| {
+        let module = elementwise(Type::F32, Type::F32, 4, |a, _| {
+            Expr::div(a, Expr::broadcast(Expr::f32(c), 4))
+        });
+        let body = inner_loop(&wat(&module, CodegenOptions::default()));
+        (
+            body.lines().filter(|l| *l == "f32x4.div").count(),
+            body.lines().filter(|l| *l == "f32x4.mul").count(),
+        )
+    };
+    assert_eq!(by(4.0), (0, 1));
+    assert_eq!(by(0.5), (0, 1));
+    // 3 has no exact reciprocal.
+    assert_eq!(by(3.0), (1, 0));
+}
+
+#[test]
+fn strided_store_computes_its_address_once() {
+    // out[3x + 1 + 3i] = a[x..] for 16 u8 lanes: one address, the lanes at
+    // byte offsets 1, 4, .., 46.
+    let body = for_loop(
+        "x",
+        Expr::i32(0),
+        Expr::var_i32("n"),
+        ForKind::Serial,
+        store(
+            "out",
+            Expr::ramp(Expr::add(x() * 48, Expr::i32(1)), Expr::i32(3), 16),
+            Expr::load(Type::U8.with_lanes(16), "a", dense(x() * 16, 16)),
+        ),
+    );
+    let module = module(
+        vec![
+            buffer("a", Type::U8, 1, BufferRole::Input),
+            buffer("out", Type::U8, 1, BufferRole::Output),
+        ],
+        vec![param("n", Type::I32)],
+        body,
+    );
+    let body = inner_loop(&wat(&module, CodegenOptions::default()));
+    let offsets: Vec<&str> = body
+        .lines()
+        .filter(|l| l.starts_with("i32.store8"))
+        .map(|l| l.split_whitespace().nth(1).unwrap_or(""))
+        .collect();
+    let expected: Vec<String> = (0..16).map(|i| format!("offset={}", 1 + 3 * i)).collect();
+    assert_eq!(offsets, expected, "{body}");
+    assert_eq!(
+        body.lines().filter(|l| *l == "i32.mul").count(),
+        2,
+        "one `x * 48` for the store, one `x * 16` for the load:\n{body}"
+    );
+}
+
+#[test]
+fn gather_loads_lanes_in_place_and_adds_broadcast_terms_once() {
+    // out[x..] = a[idx[x..] + x4(p)]: `p` goes into the base address, each
+    // lane is loaded straight into its place.
+    let index = Expr::add(
+        Expr::load(Type::I32.with_lanes(4), "idx", dense(x() * 4, 4)),
+        Expr::broadcast(Expr::var_i32("p"), 4),
+    );
+    let body = for_loop(
+        "x",
+        Expr::i32(0),
+        Expr::var_i32("n"),
+        ForKind::Serial,
+        store(
+            "out",
+            dense(x() * 4, 4),
+            Expr::load(Type::F32.with_lanes(4), "a", index),
+        ),
+    );
+    let module = module(
+        vec![
+            buffer("idx", Type::I32, 1, BufferRole::Input),
+            buffer("a", Type::F32, 1, BufferRole::Input),
+            buffer("out", Type::F32, 1, BufferRole::Output),
+        ],
+        vec![param("p", Type::I32), param("n", Type::I32)],
+        body,
+    );
+    let body = inner_loop(&wat(&module, CodegenOptions::default()));
+    let count = |op: &str| body.lines().filter(|l| l.starts_with(op)).count();
+    assert_eq!(
+        (
+            count("v128.load32_splat"),
+            count("v128.load32_lane"),
+            count("i32x4.add"),
+            count("f32.load")
+        ),
+        (1, 3, 0, 0),
+        "{body}"
     );
 }
 

@@ -56,85 +56,72 @@ fn steady_loops(wat: &str) -> String {
 fn box_blur_steady_state_is_v128_without_clamps() {
     let wat = example_wat("box_blur.ag");
     expect![[r#"
-        3 steady-state loops; the first:
-        local.get 404
+        7 steady-state loops; the first:
+        local.get 426
         i32.const 8
         i32.mul
         local.get 9
         i32.add
-        local.get 399
+        local.get 422
         i32.add
-        local.get 403
+        local.get 432
         i32.add
         local.get 2
         i32.sub
-        local.set 406
-        local.get 1
-        local.get 406
-        i32.const 1
-        i32.shl
+        local.set 437
+        local.get 434
+        local.get 426
+        i32.const 16
+        i32.mul
         i32.add
         v128.load align=1
-        local.set 148
-        local.get 1
-        local.get 406
-        i32.const 1
-        i32.shl
+        local.set 360
+        local.get 435
+        local.get 426
+        i32.const 16
+        i32.mul
         i32.add
         v128.load offset=2 align=1
-        local.set 194
-        local.get 148
-        local.get 194
+        local.set 359
+        local.get 360
+        local.get 359
         i16x8.add
-        local.set 198
-        local.get 1
-        local.get 406
-        i32.const 1
-        i32.sub
-        i32.const 1
-        i32.shl
+        local.set 358
+        local.get 436
+        local.get 426
+        i32.const 16
+        i32.mul
         i32.add
         v128.load align=1
-        local.set 199
-        local.get 198
-        local.get 199
+        local.set 357
+        local.get 358
+        local.get 357
         i16x8.add
-        local.set 178
-        i32.const 43691
-        i16x8.splat
-        local.set 179
-        local.get 178
-        local.get 179
+        local.set 355
+        local.get 355
+        local.get 356
         i32x4.extmul_low_i16x8_u
         i32.const 17
         i32x4.shr_u
-        local.get 178
-        local.get 179
+        local.get 355
+        local.get 356
         i32x4.extmul_high_i16x8_u
         i32.const 17
         i32x4.shr_u
         i16x8.narrow_i32x4_u
-        local.set 180
-        local.get 386
-        local.get 404
-        i32.const 8
+        local.set 364
+        local.get 433
+        local.get 426
+        i32.const 16
         i32.mul
-        local.get 402
         i32.add
-        local.get 372
-        i32.sub
-        local.get 373
-        i32.sub
-        i32.const 1
-        i32.shl
-        i32.add
-        local.get 180
+        local.get 364
         v128.store offset=512 align=1
-        local.get 404
+        local.get 426
         i32.const 1
         i32.add
-        local.tee 404
-        local.get 405
+        local.tee 426
+        local.get 427
         i32.lt_s
         br_if 0 (;@9;)"#]]
     .assert_eq(&steady_loops(&wat));

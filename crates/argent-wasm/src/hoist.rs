@@ -1,0 +1,456 @@
+//! Loop-invariant code motion at code generation: scalar subexpressions
+//! that do not change inside a loop (a clamped row offset, `stride * y`)
+//! are computed once before it into locals, and the loop body reads the
+//! locals. The engines that run the module do little of this themselves.
+//!
+//! Before (loop over `x`):
+//! `out[x * 8 + s * max(0, min(y, h))] = ...` computes `s * max(..)` per
+//! iteration. After: `t = s * max(0, min(y, h))` once, then
+//! `out[x * 8 + t] = ...`.
+
+use crate::CodegenError;
+use crate::emit::{Binding, FnBuilder, split_constant_offset, val_type};
+use argent_ir::visit::{Visitor, walk_expr, walk_stmt};
+use argent_ir::{BinOp, CallTarget, Expr, ExprKind, Intrinsic, Stmt};
+use std::collections::{HashMap, HashSet};
+use wasm_encoder::{Instruction as I, ValType};
+
+/// At most this many values are hoisted out of one loop, so the locals
+/// live across the loop stay few.
+const MAX_HOISTED: usize = 64;
+
+/// Every name bound inside `body` (by lets and loops), and `var`.
+pub(crate) fn names_bound_in(body: &Stmt, var: &str) -> HashSet<String> {
+    struct Names(HashSet<String>);
+    impl Visitor for Names {
+        fn visit_expr(&mut self, e: &Expr) {
+            if let ExprKind::Let { name, .. } = e.kind() {
+                self.0.insert(name.clone());
+            }
+            walk_expr(self, e);
+        }
+        fn visit_stmt(&mut self, s: &Stmt) {
+            match s {
+                Stmt::LetStmt { name, .. } => {
+                    self.0.insert(name.clone());
+                }
+                Stmt::For { var, .. } => {
+                    self.0.insert(var.clone());
+                }
+                _ => {}
+            }
+            walk_stmt(self, s);
+        }
+    }
+    let mut names = Names(HashSet::from([var.to_string()]));
+    names.visit_stmt(body);
+    names.0
+}
+
+/// Whether `body` contains a loop.
+pub(crate) fn has_loop(body: &Stmt) -> bool {
+    struct Loops(bool);
+    impl Visitor for Loops {
+        fn visit_expr(&mut self, _: &Expr) {}
+        fn visit_stmt(&mut self, s: &Stmt) {
+            if matches!(s, Stmt::For { .. }) {
+                self.0 = true;
+            } else if !self.0 {
+                walk_stmt(self, s);
+            }
+        }
+    }
+    let mut l = Loops(false);
+    l.visit_stmt(body);
+    l.0
+}
+
+/// The address that identifies one expression node.
+pub(crate) fn node_key(e: &Expr) -> usize {
+    e.kind() as *const ExprKind as usize
+}
+
+/// Whether hoisting `e` saves work: variables and constants are as cheap to
+/// read as a local.
+fn nontrivial(e: &Expr) -> bool {
+    match e.kind() {
+        ExprKind::Var(_) | ExprKind::IntImm(_) | ExprKind::FloatImm(_) => false,
+        ExprKind::Call {
+            target: CallTarget::Intrinsic(Intrinsic::Likely),
+            args,
+        } => nontrivial(&args[0]),
+        _ => true,
+    }
+}
+
+/// Finds the largest invariant scalar subexpressions of a loop body.
+struct Finder<'a, 'c> {
+    builder: &'a FnBuilder<'c>,
+    bound: &'a HashSet<String>,
+    /// Whether each free name is a scalar bound outside the loop.
+    outside: HashMap<String, bool>,
+    found: Vec<Expr>,
+    seen: HashSet<usize>,
+}
+
+impl Finder<'_, '_> {
+    fn record(&mut self, e: &Expr) {
+        if self.found.len() < MAX_HOISTED
+            && nontrivial(e)
+            && !self.builder.hoisted_scalar(e)
+            && self.seen.insert(node_key(e))
+        {
+            self.found.push(e.clone());
+        }
+    }
+
+    /// Whether `e` is invariant; records its largest invariant parts when
+    /// it is not.
+    fn scan(&mut self, e: &Expr) -> bool {
+        if self.builder.hoisted_scalar(e) {
+            return true;
+        }
+        let children: Vec<&Expr> = match e.kind() {
+            ExprKind::IntImm(_) | ExprKind::FloatImm(_) => return true,
+            ExprKind::Var(n) => {
+                if self.bound.contains(n) {
+                    return false;
+                }
+                if let Some(&known) = self.outside.get(n) {
+                    return known;
+                }
+                let known = matches!(self.builder.lookup(n), Some(Binding::Scalar { .. }));
+                self.outside.insert(n.clone(), known);
+                return known;
+            }
+            ExprKind::Cast { value, .. } | ExprKind::Unary { value, .. } => vec![value],
+            ExprKind::Binary { a, b, .. } => vec![a, b],
+            ExprKind::Select {
+                cond,
+                then,
+                otherwise,
+            } => vec![cond, then, otherwise],
+            ExprKind::Call { args, .. } => args.iter().collect(),
+            ExprKind::Let { value, body, .. } => vec![value, body],
+            ExprKind::Load { index, .. } => vec![index],
+            ExprKind::Ramp { base, stride, .. } => vec![base, stride],
+            ExprKind::Broadcast { value, .. } => vec![value],
+            ExprKind::Shuffle { vectors, .. } => vectors.iter().collect(),
+        };
+        let invariant: Vec<bool> = children.iter().map(|c| self.scan(c)).collect();
+        // Loads may see stores of the loop; lets bind names of the body.
+        let movable = match e.kind() {
+            ExprKind::Load { .. }
+            | ExprKind::Let { .. }
+            | ExprKind::Ramp { .. }
+            | ExprKind::Broadcast { .. }
+            | ExprKind::Shuffle { .. } => false,
+            ExprKind::Call { target, .. } => matches!(target, CallTarget::Intrinsic(_)),
+            _ => true,
+        };
+        if movable && e.ty().is_scalar() && invariant.iter().all(|&i| i) {
+            return true;
+        }
+        for (c, i) in children.into_iter().zip(invariant) {
+            if i {
+                self.record(c);
+            }
+        }
+        false
+    }
+}
+
+impl Visitor for Finder<'_, '_> {
+    fn visit_expr(&mut self, e: &Expr) {
+        if self.scan(e) {
+            self.record(e);
+        }
+    }
+}
+
+impl FnBuilder<'_> {
+    /// Whether `e` (this very node) was computed before an enclosing loop.
+    pub(crate) fn hoisted_scalar(&self, e: &Expr) -> bool {
+        self.hoisted_scalars.contains_key(&node_key(e))
+    }
+
+    /// Computes, before a loop whose body is `body` (binding `bound`), the
+    /// body's largest scalar subexpressions that do not depend on anything
+    /// the loop changes, and records their locals for [`FnBuilder::expr`].
+    /// Returns how many were hoisted.
+    pub(crate) fn hoist_scalars(
+        &mut self,
+        bound: &HashSet<String>,
+        body: &Stmt,
+    ) -> Result<Vec<Expr>, CodegenError> {
+        let mut finder = Finder {
+            builder: self,
+            bound,
+            outside: HashMap::new(),
+            found: Vec::new(),
+            seen: HashSet::new(),
+        };
+        finder.visit_stmt(body);
+        let found = finder.found;
+        for e in &found {
+            self.expr(e)?;
+            let local = self.set_new_local(val_type(e.ty())?);
+            self.hoisted_scalars.insert(node_key(e), (e.clone(), local));
+        }
+        Ok(found)
+    }
+}
+
+/// An address computed mostly before a loop: `base + (index << shift)`
+/// with `index = coefficient * var + invariant` is `start + var *
+/// (coefficient << shift)`, `start` hoisted.
+#[derive(Clone, Debug)]
+pub(crate) struct HoistedAddress {
+    /// The index expression node (without its constant offset).
+    key: usize,
+    buffer: String,
+    /// The local holding `base + (invariant << shift)`.
+    start: u32,
+    /// The loop variable's local, and its byte step.
+    var: u32,
+    step: i64,
+    /// Keeps the node alive so its address stays its own.
+    _node: Expr,
+}
+
+/// `e` as a signed sum of terms (`a - (b + c)` is `+a -b -c`).
+fn terms(e: &Expr, negate: bool, out: &mut Vec<(Expr, bool)>) {
+    match e.kind() {
+        ExprKind::Binary {
+            op: op @ (BinOp::Add | BinOp::Sub),
+            a,
+            b,
+        } if e.ty().is_scalar() => {
+            terms(a, negate, out);
+            terms(b, negate != (*op == BinOp::Sub), out);
+        }
+        _ => out.push((e.clone(), negate)),
+    }
+}
+
+impl FnBuilder<'_> {
+    /// Whether scalar `e` is plain arithmetic on scalars bound outside the
+    /// loop (not in `bound`).
+    fn invariant(&self, e: &Expr, bound: &HashSet<String>) -> bool {
+        struct Check<'a, 'b, 'c> {
+            builder: &'a FnBuilder<'c>,
+            bound: &'b HashSet<String>,
+            ok: bool,
+        }
+        impl Visitor for Check<'_, '_, '_> {
+            fn visit_expr(&mut self, e: &Expr) {
+                if !self.ok {
+                    return;
+                }
+                match e.kind() {
+                    ExprKind::Var(n) => {
+                        self.ok = !self.bound.contains(n)
+                            && matches!(self.builder.lookup(n), Some(Binding::Scalar { .. }))
+                    }
+                    ExprKind::Load { .. }
+                    | ExprKind::Let { .. }
+                    | ExprKind::Ramp { .. }
+                    | ExprKind::Broadcast { .. }
+                    | ExprKind::Shuffle { .. } => self.ok = false,
+                    ExprKind::Call { target, .. }
+                        if !matches!(target, CallTarget::Intrinsic(_)) =>
+                    {
+                        self.ok = false
+                    }
+                    _ => walk_expr(self, e),
+                }
+            }
+        }
+        let mut c = Check {
+            builder: self,
+            bound,
+            ok: e.ty().is_scalar(),
+        };
+        c.visit_expr(e);
+        c.ok
+    }
+
+    /// Before a loop over `var` (held in local `var_local`): for every
+    /// load and store of the body whose index is `c * var` plus invariant
+    /// terms, computes the invariant part of the address once. Returns how
+    /// many addresses were hoisted.
+    pub(crate) fn hoist_addresses(
+        &mut self,
+        var: &str,
+        var_local: u32,
+        bound: &HashSet<String>,
+        body: &Stmt,
+    ) -> Result<usize, CodegenError> {
+        /// The (buffer, index) of every access, and the buffers allocated
+        /// inside the body (whose base moves).
+        #[derive(Default)]
+        struct Accesses {
+            found: Vec<(String, Expr)>,
+            allocated: HashSet<String>,
+            /// Scalar lets of the body (an index is often one), and how
+            /// many times each name is bound.
+            lets: HashMap<String, (Expr, usize)>,
+        }
+        impl Accesses {
+            fn add(&mut self, buffer: &str, index: &Expr) {
+                let index = match index.kind() {
+                    ExprKind::Ramp { base, .. } if base.ty().is_scalar() => base,
+                    _ if index.ty().is_scalar() => index,
+                    _ => return,
+                };
+                let (dynamic, _) = split_constant_offset(index);
+                if self.found.len() < MAX_HOISTED
+                    && !self
+                        .found
+                        .iter()
+                        .any(|(b, e)| b == buffer && node_key(e) == node_key(&dynamic))
+                {
+                    self.found.push((buffer.to_string(), dynamic));
+                }
+            }
+        }
+        impl Visitor for Accesses {
+            fn visit_expr(&mut self, e: &Expr) {
+                match e.kind() {
+                    ExprKind::Load { buffer, index } => self.add(buffer, index),
+                    ExprKind::Let { name, value, .. } => {
+                        let entry = self.lets.entry(name.clone()).or_insert((value.clone(), 0));
+                        entry.1 += 1;
+                    }
+                    _ => {}
+                }
+                walk_expr(self, e);
+            }
+            fn visit_stmt(&mut self, s: &Stmt) {
+                match s {
+                    Stmt::Store { buffer, index, .. } => self.add(buffer, index),
+                    Stmt::LetStmt { name, value, .. } => {
+                        let entry = self.lets.entry(name.clone()).or_insert((value.clone(), 0));
+                        entry.1 += 1;
+                    }
+                    Stmt::Allocate { buffer, .. } => {
+                        self.allocated.insert(buffer.clone());
+                    }
+                    _ => {}
+                }
+                walk_stmt(self, s);
+            }
+        }
+        let mut accesses = Accesses::default();
+        accesses.visit_stmt(body);
+        let mut hoisted = 0;
+        for (buffer, index) in accesses.found {
+            if accesses.allocated.contains(&buffer) {
+                continue;
+            }
+            let Ok(buf) = self.buffer(&buffer) else {
+                continue;
+            };
+            let mut parts = Vec::new();
+            terms(&index, false, &mut parts);
+            // A let bound once in the body (and not outside it, so every
+            // use refers to it) stands for its value there.
+            let mut expanded = Vec::new();
+            for (term, negate) in parts {
+                match term.kind() {
+                    ExprKind::Var(n)
+                        if let Some((value, 1)) = accesses.lets.get(n)
+                            && value.ty() == argent_ir::Type::I32
+                            && self.lookup(n).is_none() =>
+                    {
+                        terms(value, negate, &mut expanded)
+                    }
+                    _ => expanded.push((term, negate)),
+                }
+            }
+            let parts = expanded;
+            let mut coefficient = 0i64;
+            let mut invariant: Option<Expr> = None;
+            let mut affine = true;
+            for (term, negate) in parts {
+                let sign = if negate { -1 } else { 1 };
+                let linear = match term.kind() {
+                    ExprKind::Var(n) if n == var => Some(1),
+                    ExprKind::Binary {
+                        op: BinOp::Mul,
+                        a,
+                        b,
+                    } => match (a.kind(), b.as_int(), a.as_int(), b.kind()) {
+                        (ExprKind::Var(n), Some(c), _, _) if n == var => Some(c),
+                        (_, _, Some(c), ExprKind::Var(n)) if n == var => Some(c),
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                if let Some(c) = linear {
+                    coefficient += sign * c;
+                } else if self.invariant(&term, bound) {
+                    invariant = Some(match (invariant, negate) {
+                        (None, false) => term,
+                        (None, true) => Expr::sub(Expr::i32(0), term),
+                        (Some(s), false) => Expr::add(s, term),
+                        (Some(s), true) => Expr::sub(s, term),
+                    });
+                } else {
+                    affine = false;
+                    break;
+                }
+            }
+            if !affine || coefficient == 0 || index.ty() != argent_ir::Type::I32 {
+                continue;
+            }
+            let shift = buf.ty.bytes().trailing_zeros() as i32;
+            let start = match &invariant {
+                Some(invariant) => {
+                    self.emit(I::LocalGet(buf.base));
+                    self.expr(invariant)?;
+                    if shift > 0 {
+                        self.emit(I::I32Const(shift));
+                        self.emit(I::I32Shl);
+                    }
+                    self.emit(I::I32Add);
+                    self.set_new_local(ValType::I32)
+                }
+                None => buf.base,
+            };
+            self.hoisted_addresses.push(HoistedAddress {
+                key: node_key(&index),
+                buffer,
+                start,
+                var: var_local,
+                step: coefficient.wrapping_shl(shift as u32),
+                _node: index,
+            });
+            hoisted += 1;
+        }
+        Ok(hoisted)
+    }
+
+    /// Pushes the address of a hoisted access to `buffer` at index node
+    /// `dynamic`, if there is one.
+    pub(crate) fn hoisted_address(&mut self, buffer: &str, dynamic: &Expr) -> bool {
+        let key = node_key(dynamic);
+        let Some(h) = self
+            .hoisted_addresses
+            .iter()
+            .rev()
+            .find(|h| h.key == key && h.buffer == buffer)
+            .cloned()
+        else {
+            return false;
+        };
+        self.emit(I::LocalGet(h.start));
+        self.emit(I::LocalGet(h.var));
+        if h.step != 1 {
+            self.emit(I::I32Const(h.step as i32));
+            self.emit(I::I32Mul);
+        }
+        self.emit(I::I32Add);
+        true
+    }
+}
