@@ -532,6 +532,12 @@ impl Compiler {
                 then: b(self.expr(then)?),
                 otherwise: b(self.expr(otherwise)?),
             },
+            // `likely(e)` is `e`: a hint for loop partitioning, which
+            // boundary conditions leave in every index expression.
+            ExprKind::Call {
+                target: CallTarget::Intrinsic(Intrinsic::Likely),
+                args,
+            } if args.len() == 1 && args[0].ty() == e.ty() => self.expr(&args[0])?,
             ExprKind::Call {
                 target: CallTarget::Intrinsic(i),
                 args,
@@ -848,6 +854,24 @@ impl Executor {
                 }
             }
             CExpr::ScalarTree(inner) => self.eval_s(inner)?,
+            // Scalar intrinsics without the vector path's allocations.
+            CExpr::Intrinsic {
+                which,
+                ty,
+                arg_types,
+                args,
+            } if args.len() <= 3 => {
+                let mut scalars = [Scalar::Int(0); 3];
+                for (i, (a, t)) in args.iter().zip(arg_types).enumerate() {
+                    scalars[i] = eval::from_raw(*t, self.eval_s(a)?);
+                }
+                eval::to_raw(eval::intrinsic(
+                    *which,
+                    *ty,
+                    arg_types,
+                    &scalars[..args.len()],
+                ))
+            }
             other => self.eval(other)?.lane(0),
         })
     }
