@@ -794,8 +794,10 @@ pub fn bounds_inference(
         let (mut required, scope) = box_read_in(consume, name, scope);
         let mut named;
         (named, helper_count) = scope.named();
-        let unbounded =
-            |b: &Option<Box_>| b.as_ref().is_some_and(|b| b.iter().any(|i| !i.is_bounded()));
+        let unbounded = |b: &Option<Box_>| {
+            b.as_ref()
+                .is_some_and(|b| b.iter().any(|i| !i.is_bounded()))
+        };
         if unbounded(&required) && ranged_params {
             let scope = params.clone().naming("", helper_count);
             let (ranged, scope) = box_read_in(consume, name, scope);
