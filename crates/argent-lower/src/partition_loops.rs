@@ -30,6 +30,7 @@
 //!                                           for (x, x.steady.end, w - x.steady.end) { <original body> }
 //! ```
 
+use argent_arith::fast_hash::{FastHashMap, FastHasher};
 use argent_arith::interval::{Interval, Scope, bounds_of_expr_in_scope};
 use argent_arith::{const_int, simplify, vars_of};
 use argent_ir::visit::{
@@ -38,6 +39,7 @@ use argent_ir::visit::{
 };
 use argent_ir::{BinOp, CallTarget, Expr, ExprKind, ForKind, Intrinsic, Stmt, Type, UnaryOp};
 use std::collections::{HashMap, HashSet};
+use std::hash::{Hash, Hasher};
 
 /// Partition every serial or parallel loop of `s` whose body has `likely`
 /// boundary cases that depend on the loop variable.
@@ -484,6 +486,75 @@ fn substitute_lets(lets: &[(String, Expr)], e: &Expr) -> Option<Expr> {
 /// The largest condition (in nodes) that partitioning reasons about.
 const MAX_NODES: usize = 400;
 
+/// A hash of `e`'s structure (equal expressions hash equally), the key of
+/// [`Prover`]'s memo of proofs.
+fn structural_hash(e: &Expr) -> u64 {
+    fn walk(e: &Expr, h: &mut FastHasher) {
+        e.ty().hash(h);
+        std::mem::discriminant(e.kind()).hash(h);
+        match e.kind() {
+            ExprKind::IntImm(v) => v.hash(h),
+            ExprKind::FloatImm(v) => v.to_bits().hash(h),
+            ExprKind::Var(n) => n.hash(h),
+            ExprKind::Cast { value, saturating } => {
+                saturating.hash(h);
+                walk(value, h);
+            }
+            ExprKind::Unary { op, value } => {
+                op.hash(h);
+                walk(value, h);
+            }
+            ExprKind::Binary { op, a, b } => {
+                op.hash(h);
+                walk(a, h);
+                walk(b, h);
+            }
+            ExprKind::Select {
+                cond,
+                then,
+                otherwise,
+            } => {
+                walk(cond, h);
+                walk(then, h);
+                walk(otherwise, h);
+            }
+            ExprKind::Call { target, args } => {
+                target.hash(h);
+                args.iter().for_each(|a| walk(a, h));
+            }
+            ExprKind::Let { name, value, body } => {
+                name.hash(h);
+                walk(value, h);
+                walk(body, h);
+            }
+            ExprKind::Load { buffer, index } => {
+                buffer.hash(h);
+                walk(index, h);
+            }
+            ExprKind::Ramp {
+                base,
+                stride,
+                lanes,
+            } => {
+                lanes.hash(h);
+                walk(base, h);
+                walk(stride, h);
+            }
+            ExprKind::Broadcast { value, lanes } => {
+                lanes.hash(h);
+                walk(value, h);
+            }
+            ExprKind::Shuffle { vectors, indices } => {
+                indices.hash(h);
+                vectors.iter().for_each(|v| walk(v, h));
+            }
+        }
+    }
+    let mut h = FastHasher::default();
+    walk(e, &mut h);
+    h.finish()
+}
+
 fn node_count(e: &Expr) -> usize {
     struct Count(usize);
     impl Visitor for Count {
@@ -713,6 +784,19 @@ struct Prover<'a> {
     /// Values of lets outside the versions in the steady state (see
     /// [`Steady::steady_lets`]): proofs inside the versions use them.
     steady_lets: &'a [(String, Expr, Expr)],
+    /// Identifies the current contents of `scope`: entering a loop moves
+    /// to the id of (enclosing id, loop variable, range), the same for
+    /// every copy of the loop, and leaving it restores the enclosing id.
+    scope_id: usize,
+    scope_ids: Vec<usize>,
+    scope_id_of: FastHashMap<(usize, u64), Vec<(String, Interval, usize)>>,
+    next_scope_id: usize,
+    /// Proofs already attempted, by scope and structural hash of the
+    /// difference `a - b` with the lets substituted (which, with the
+    /// facts and the scope, decides the answer): the same clamp recurs in
+    /// every copy of a statement and every stage of a pipeline, and each
+    /// proof simplifies and bounds its expressions anew.
+    proofs: FastHashMap<(usize, u64), Vec<(Expr, bool)>>,
 }
 
 impl<'a> Prover<'a> {
@@ -735,6 +819,11 @@ impl<'a> Prover<'a> {
             versioned: None,
             in_version: false,
             steady_lets: &[],
+            scope_id: 0,
+            scope_ids: Vec::new(),
+            scope_id_of: FastHashMap::default(),
+            next_scope_id: 1,
+            proofs: FastHashMap::default(),
         }
     }
 
@@ -778,12 +867,36 @@ impl<'a> Prover<'a> {
     }
 
     fn push_loop(&mut self, name: &str, interval: Interval) {
+        let mut h = FastHasher::default();
+        name.hash(&mut h);
+        for bound in [&interval.min, &interval.max] {
+            bound.as_ref().map(structural_hash).hash(&mut h);
+        }
+        let same_scopes = self
+            .scope_id_of
+            .entry((self.scope_id, h.finish()))
+            .or_default();
+        let id = match same_scopes
+            .iter()
+            .find(|(n, i, _)| n == name && i.min == interval.min && i.max == interval.max)
+        {
+            Some((_, _, id)) => *id,
+            None => {
+                let id = self.next_scope_id;
+                self.next_scope_id += 1;
+                same_scopes.push((name.to_string(), interval.clone(), id));
+                id
+            }
+        };
+        self.scope_ids.push(self.scope_id);
+        self.scope_id = id;
         self.scope.push(name.to_string(), interval);
         *self.loop_names.entry(name.to_string()).or_insert(0) += 1;
     }
 
     fn pop_loop(&mut self, name: &str) {
         self.scope.pop(name);
+        self.scope_id = self.scope_ids.pop().unwrap_or(0);
         if let Some(count) = self.loop_names.get_mut(name) {
             *count -= 1;
             if *count == 0 {
@@ -794,25 +907,38 @@ impl<'a> Prover<'a> {
 
     /// Whether `a <= b` follows from a fact `d <= 0` with `a - b - d`
     /// a non-positive constant.
-    fn proves_le(&self, a: &Expr, b: &Expr) -> bool {
+    fn proves_le(&mut self, a: &Expr, b: &Expr) -> bool {
         if a.ty() != Type::I32 {
             return false;
         }
         // Only choices that depend on a loop variable can be decided by
         // the facts or the loop ranges (this keeps the pass cheap on
         // min/max-heavy code such as sorting networks).
-        let mentions_loop = |e: &Expr| self.mentions_loop(e);
-        if !mentions_loop(a) && !mentions_loop(b) && self.loop_dependent_lets == 0 {
+        if !self.mentions_loop(a) && !self.mentions_loop(b) && self.loop_dependent_lets == 0 {
             return false;
         }
         let Some(diff) = substitute_lets(&self.lets, &Expr::sub(a.clone(), b.clone())) else {
             return false;
         };
-        let diff = simplify(&diff);
+        let key = (self.scope_id, structural_hash(&diff));
+        if let Some(known) = self.proofs.get(&key)
+            && let Some((_, proved)) = known.iter().find(|(d, _)| *d == diff)
+        {
+            return *proved;
+        }
+        let proved = self.proves_nonpositive(&diff);
+        self.proofs.entry(key).or_default().push((diff, proved));
+        proved
+    }
+
+    /// Whether `diff` (lets substituted) is at most zero by a fact or the
+    /// loop ranges: the work of [`Prover::proves_le`] once memoized.
+    fn proves_nonpositive(&self, diff: &Expr) -> bool {
+        let diff = simplify(diff);
         if let Some(k) = const_int(&diff) {
             return k <= 0;
         }
-        if !mentions_loop(&diff) {
+        if !self.mentions_loop(&diff) {
             return false;
         }
         let diff_vars = vars_of(&diff);
