@@ -941,21 +941,24 @@ impl<'a> Prover<'a> {
         if !self.mentions_loop(&diff) {
             return false;
         }
+        let at_most_zero = |gap: &Expr| {
+            let max = bounds_of_expr_in_scope(gap, &self.scope).max;
+            max.and_then(|m| const_int(&m)).is_some_and(|k| k <= 0)
+        };
+        // a - b <= 0 over the loop ranges. The difference is already
+        // simplified, so it is its own gap (simplifying `diff - 0` again
+        // would only give `diff` back, at the cost of a second
+        // simplification).
+        if at_most_zero(&diff) {
+            return true;
+        }
+        // a - b <= d for a fact d <= 0, over the loop ranges.
         let diff_vars = vars_of(&diff);
-        // a - b <= d (for a fact d <= 0) or a - b <= 0, over the loop ranges.
-        std::iter::once(Expr::i32(0))
-            .chain(
-                self.facts
-                    .iter()
-                    .zip(&self.fact_vars)
-                    .filter(|(_, vars)| vars.iter().any(|v| diff_vars.contains(v)))
-                    .map(|(f, _)| f.clone()),
-            )
-            .any(|f| {
-                let gap = simplify(&Expr::sub(diff.clone(), f));
-                let max = bounds_of_expr_in_scope(&gap, &self.scope).max;
-                max.and_then(|m| const_int(&m)).is_some_and(|k| k <= 0)
-            })
+        self.facts
+            .iter()
+            .zip(&self.fact_vars)
+            .filter(|(_, vars)| vars.iter().any(|v| diff_vars.contains(v)))
+            .any(|(f, _)| at_most_zero(&simplify(&Expr::sub(diff.clone(), f.clone()))))
     }
 }
 
