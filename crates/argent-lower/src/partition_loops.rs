@@ -38,8 +38,10 @@ use argent_ir::visit::{
     walk_expr, walk_stmt,
 };
 use argent_ir::{BinOp, CallTarget, Expr, ExprKind, ForKind, Intrinsic, Stmt, Type, UnaryOp};
+use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
+use std::rc::Rc;
 
 /// Partition every serial or parallel loop of `s` whose body has `likely`
 /// boundary cases that depend on the loop variable.
@@ -57,6 +59,7 @@ fn partition_loops_versioning_over(s: &Stmt, versioning_min_nodes: usize) -> Stm
             vector_guards_only: false,
             enclosing: Scope::new(),
             versioning_min_nodes,
+            proofs: Rc::default(),
         }
         .mutate_stmt(s),
     )
@@ -74,6 +77,8 @@ struct Partitioner {
     enclosing: Scope,
     /// See [`VERSIONING_MIN_NODES`].
     versioning_min_nodes: usize,
+    /// The provers' memo, shared by the whole pass.
+    proofs: Rc<RefCell<ProofMemo>>,
 }
 
 impl Partitioner {
@@ -136,7 +141,7 @@ impl Partitioner {
             .enclosing
             .clone()
             .with(var.clone(), Interval::new(min.clone(), last.clone()));
-        let steady_body = Prover::new(&steady.facts, scope).mutate_stmt(&steady_body);
+        let steady_body = Prover::new(&steady.facts, scope, &self.proofs).mutate_stmt(&steady_body);
         let every_lane_steady = steady
             .lower
             .iter()
@@ -319,6 +324,7 @@ impl Partitioner {
                 vector_guards_only: true,
                 enclosing: self.enclosing.clone(),
                 versioning_min_nodes: self.versioning_min_nodes,
+                proofs: Rc::clone(&self.proofs),
             }
             .mutate_stmt(otherwise);
             return Stmt::IfThenElse {
@@ -373,7 +379,7 @@ impl Partitioner {
             Expr::i32(1),
         ));
         let scope = Scope::new().with(var.clone(), Interval::new(min.clone(), last));
-        let mut prover = Prover::new(&steady.facts, scope);
+        let mut prover = Prover::new(&steady.facts, scope, &self.proofs);
         if steady.versioning {
             prover.versioned = Some(var);
             prover.steady_lets = &steady.steady_lets;
@@ -427,6 +433,7 @@ impl Partitioner {
             vector_guards_only: true,
             enclosing: self.enclosing.clone(),
             versioning_min_nodes: self.versioning_min_nodes,
+            proofs: Rc::clone(&self.proofs),
         }
         .mutate_stmt(body);
         let steady_body = self.mutate_stmt(&steady_body);
@@ -784,23 +791,102 @@ struct Prover<'a> {
     /// Values of lets outside the versions in the steady state (see
     /// [`Steady::steady_lets`]): proofs inside the versions use them.
     steady_lets: &'a [(String, Expr, Expr)],
-    /// Identifies the current contents of `scope`: entering a loop moves
-    /// to the id of (enclosing id, loop variable, range), the same for
-    /// every copy of the loop, and leaving it restores the enclosing id.
+    /// Identifies the facts and the current contents of `scope` (see
+    /// [`ProofMemo`]), and the ids of the enclosing loops' scopes.
     scope_id: usize,
     scope_ids: Vec<usize>,
+    memo: &'a RefCell<ProofMemo>,
+}
+
+/// Proofs already attempted, shared by the provers of a whole pass: the
+/// same clamp recurs in every copy of a statement, every loop nest and
+/// every stage of a pipeline, and each proof simplifies and bounds its
+/// expressions anew.
+#[derive(Default)]
+struct ProofMemo {
+    /// Ids of the starting points of provers: facts and initial scope,
+    /// by structural hash.
+    root_id_of: FastHashMap<u64, Vec<RootScope>>,
+    /// Entering a loop moves to the id of (enclosing id, loop variable,
+    /// range): the same for every copy of the loop.
     scope_id_of: FastHashMap<(usize, u64), Vec<(String, Interval, usize)>>,
     next_scope_id: usize,
-    /// Proofs already attempted, by scope and structural hash of the
-    /// difference `a - b` with the lets substituted (which, with the
-    /// facts and the scope, decides the answer): the same clamp recurs in
-    /// every copy of a statement and every stage of a pipeline, and each
-    /// proof simplifies and bounds its expressions anew.
+    /// By scope id and structural hash of the difference `a - b` with the
+    /// lets substituted (which, with the facts and the scope, decides the
+    /// answer): the difference and whether it is at most zero.
     proofs: FastHashMap<(usize, u64), Vec<(Expr, bool)>>,
 }
 
+/// A prover's facts and initial scope entries, with their id.
+type RootScope = (Vec<Expr>, Vec<(String, Interval)>, usize);
+
+impl ProofMemo {
+    fn fresh_id(&mut self) -> usize {
+        self.next_scope_id += 1;
+        self.next_scope_id
+    }
+
+    /// The id of a prover's starting point.
+    fn root_id(&mut self, facts: &[Expr], scope: &Scope) -> usize {
+        let mut h = FastHasher::default();
+        for f in facts {
+            structural_hash(f).hash(&mut h);
+        }
+        let entries: Vec<(String, Interval)> = scope
+            .iter()
+            .map(|(n, i)| (n.to_string(), i.clone()))
+            .collect();
+        for (name, interval) in &entries {
+            name.hash(&mut h);
+            hash_interval(interval, &mut h);
+        }
+        let hash = h.finish();
+        if let Some((_, _, id)) = self
+            .root_id_of
+            .get(&hash)
+            .and_then(|known| known.iter().find(|(f, e, _)| f == facts && *e == entries))
+        {
+            return *id;
+        }
+        let id = self.fresh_id();
+        self.root_id_of
+            .entry(hash)
+            .or_default()
+            .push((facts.to_vec(), entries, id));
+        id
+    }
+
+    /// The id of scope `enclosing` with the loop `name` over `interval`.
+    fn loop_id(&mut self, enclosing: usize, name: &str, interval: &Interval) -> usize {
+        let mut h = FastHasher::default();
+        name.hash(&mut h);
+        hash_interval(interval, &mut h);
+        let key = (enclosing, h.finish());
+        if let Some((_, _, id)) = self
+            .scope_id_of
+            .get(&key)
+            .and_then(|known| known.iter().find(|(n, i, _)| n == name && i == interval))
+        {
+            return *id;
+        }
+        let id = self.fresh_id();
+        self.scope_id_of
+            .entry(key)
+            .or_default()
+            .push((name.to_string(), interval.clone(), id));
+        id
+    }
+}
+
+fn hash_interval(interval: &Interval, h: &mut FastHasher) {
+    for bound in [&interval.min, &interval.max] {
+        bound.as_ref().map(structural_hash).hash(h);
+    }
+}
+
 impl<'a> Prover<'a> {
-    fn new(facts: &'a [Expr], scope: Scope) -> Prover<'a> {
+    fn new(facts: &'a [Expr], scope: Scope, memo: &'a RefCell<ProofMemo>) -> Prover<'a> {
+        let scope_id = memo.borrow_mut().root_id(facts, &scope);
         let mut loop_names = HashMap::new();
         for (name, _) in scope.iter() {
             *loop_names.entry(name.to_string()).or_insert(0) += 1;
@@ -819,11 +905,9 @@ impl<'a> Prover<'a> {
             versioned: None,
             in_version: false,
             steady_lets: &[],
-            scope_id: 0,
+            scope_id,
             scope_ids: Vec::new(),
-            scope_id_of: FastHashMap::default(),
-            next_scope_id: 1,
-            proofs: FastHashMap::default(),
+            memo,
         }
     }
 
@@ -867,27 +951,10 @@ impl<'a> Prover<'a> {
     }
 
     fn push_loop(&mut self, name: &str, interval: Interval) {
-        let mut h = FastHasher::default();
-        name.hash(&mut h);
-        for bound in [&interval.min, &interval.max] {
-            bound.as_ref().map(structural_hash).hash(&mut h);
-        }
-        let same_scopes = self
-            .scope_id_of
-            .entry((self.scope_id, h.finish()))
-            .or_default();
-        let id = match same_scopes
-            .iter()
-            .find(|(n, i, _)| n == name && i.min == interval.min && i.max == interval.max)
-        {
-            Some((_, _, id)) => *id,
-            None => {
-                let id = self.next_scope_id;
-                self.next_scope_id += 1;
-                same_scopes.push((name.to_string(), interval.clone(), id));
-                id
-            }
-        };
+        let id = self
+            .memo
+            .borrow_mut()
+            .loop_id(self.scope_id, name, &interval);
         self.scope_ids.push(self.scope_id);
         self.scope_id = id;
         self.scope.push(name.to_string(), interval);
@@ -896,7 +963,7 @@ impl<'a> Prover<'a> {
 
     fn pop_loop(&mut self, name: &str) {
         self.scope.pop(name);
-        self.scope_id = self.scope_ids.pop().unwrap_or(0);
+        self.scope_id = self.scope_ids.pop().unwrap_or(self.scope_id);
         if let Some(count) = self.loop_names.get_mut(name) {
             *count -= 1;
             if *count == 0 {
@@ -921,13 +988,23 @@ impl<'a> Prover<'a> {
             return false;
         };
         let key = (self.scope_id, structural_hash(&diff));
-        if let Some(known) = self.proofs.get(&key)
-            && let Some((_, proved)) = known.iter().find(|(d, _)| *d == diff)
+        if let Some(proved) = self
+            .memo
+            .borrow()
+            .proofs
+            .get(&key)
+            .and_then(|known| known.iter().find(|(d, _)| *d == diff))
+            .map(|(_, proved)| *proved)
         {
-            return *proved;
+            return proved;
         }
         let proved = self.proves_nonpositive(&diff);
-        self.proofs.entry(key).or_default().push((diff, proved));
+        self.memo
+            .borrow_mut()
+            .proofs
+            .entry(key)
+            .or_default()
+            .push((diff, proved));
         proved
     }
 
