@@ -809,13 +809,17 @@ struct ProofMemo {
     root_id_of: FastHashMap<u64, Vec<RootScope>>,
     /// Entering a loop moves to the id of (enclosing id, loop variable,
     /// range): the same for every copy of the loop.
-    scope_id_of: FastHashMap<(usize, u64), Vec<(String, Interval, usize)>>,
+    scope_id_of: FastHashMap<(usize, u64), Vec<LoopScope>>,
     next_scope_id: usize,
     /// By scope id and structural hash of the difference `a - b` with the
     /// lets substituted (which, with the facts and the scope, decides the
     /// answer): the difference and whether it is at most zero.
     proofs: FastHashMap<(usize, u64), Vec<(Expr, bool)>>,
 }
+
+/// A loop entered from a scope (variable, range), with the id of the
+/// scope inside it.
+type LoopScope = (String, Interval, usize);
 
 /// A prover's facts and initial scope entries, with their id.
 type RootScope = (Vec<Expr>, Vec<(String, Interval)>, usize);
