@@ -30,6 +30,7 @@
 //!                                           for (x, x.steady.end, w - x.steady.end) { <original body> }
 //! ```
 
+use argent_arith::fast_hash::{FastHashMap, FastHasher};
 use argent_arith::interval::{Interval, Scope, bounds_of_expr_in_scope};
 use argent_arith::{const_int, simplify, vars_of};
 use argent_ir::visit::{
@@ -37,7 +38,10 @@ use argent_ir::visit::{
     walk_expr, walk_stmt,
 };
 use argent_ir::{BinOp, CallTarget, Expr, ExprKind, ForKind, Intrinsic, Stmt, Type, UnaryOp};
+use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
+use std::hash::{Hash, Hasher};
+use std::rc::Rc;
 
 /// Partition every serial or parallel loop of `s` whose body has `likely`
 /// boundary cases that depend on the loop variable.
@@ -55,6 +59,7 @@ fn partition_loops_versioning_over(s: &Stmt, versioning_min_nodes: usize) -> Stm
             vector_guards_only: false,
             enclosing: Scope::new(),
             versioning_min_nodes,
+            proofs: Rc::default(),
         }
         .mutate_stmt(s),
     )
@@ -72,6 +77,8 @@ struct Partitioner {
     enclosing: Scope,
     /// See [`VERSIONING_MIN_NODES`].
     versioning_min_nodes: usize,
+    /// The provers' memo, shared by the whole pass.
+    proofs: Rc<RefCell<ProofMemo>>,
 }
 
 impl Partitioner {
@@ -134,7 +141,7 @@ impl Partitioner {
             .enclosing
             .clone()
             .with(var.clone(), Interval::new(min.clone(), last.clone()));
-        let steady_body = Prover::new(&steady.facts, scope).mutate_stmt(&steady_body);
+        let steady_body = Prover::new(&steady.facts, scope, &self.proofs).mutate_stmt(&steady_body);
         let every_lane_steady = steady
             .lower
             .iter()
@@ -317,6 +324,7 @@ impl Partitioner {
                 vector_guards_only: true,
                 enclosing: self.enclosing.clone(),
                 versioning_min_nodes: self.versioning_min_nodes,
+                proofs: Rc::clone(&self.proofs),
             }
             .mutate_stmt(otherwise);
             return Stmt::IfThenElse {
@@ -371,7 +379,7 @@ impl Partitioner {
             Expr::i32(1),
         ));
         let scope = Scope::new().with(var.clone(), Interval::new(min.clone(), last));
-        let mut prover = Prover::new(&steady.facts, scope);
+        let mut prover = Prover::new(&steady.facts, scope, &self.proofs);
         if steady.versioning {
             prover.versioned = Some(var);
             prover.steady_lets = &steady.steady_lets;
@@ -425,6 +433,7 @@ impl Partitioner {
             vector_guards_only: true,
             enclosing: self.enclosing.clone(),
             versioning_min_nodes: self.versioning_min_nodes,
+            proofs: Rc::clone(&self.proofs),
         }
         .mutate_stmt(body);
         let steady_body = self.mutate_stmt(&steady_body);
@@ -483,6 +492,75 @@ fn substitute_lets(lets: &[(String, Expr)], e: &Expr) -> Option<Expr> {
 
 /// The largest condition (in nodes) that partitioning reasons about.
 const MAX_NODES: usize = 400;
+
+/// A hash of `e`'s structure (equal expressions hash equally), the key of
+/// [`Prover`]'s memo of proofs.
+fn structural_hash(e: &Expr) -> u64 {
+    fn walk(e: &Expr, h: &mut FastHasher) {
+        e.ty().hash(h);
+        std::mem::discriminant(e.kind()).hash(h);
+        match e.kind() {
+            ExprKind::IntImm(v) => v.hash(h),
+            ExprKind::FloatImm(v) => v.to_bits().hash(h),
+            ExprKind::Var(n) => n.hash(h),
+            ExprKind::Cast { value, saturating } => {
+                saturating.hash(h);
+                walk(value, h);
+            }
+            ExprKind::Unary { op, value } => {
+                op.hash(h);
+                walk(value, h);
+            }
+            ExprKind::Binary { op, a, b } => {
+                op.hash(h);
+                walk(a, h);
+                walk(b, h);
+            }
+            ExprKind::Select {
+                cond,
+                then,
+                otherwise,
+            } => {
+                walk(cond, h);
+                walk(then, h);
+                walk(otherwise, h);
+            }
+            ExprKind::Call { target, args } => {
+                target.hash(h);
+                args.iter().for_each(|a| walk(a, h));
+            }
+            ExprKind::Let { name, value, body } => {
+                name.hash(h);
+                walk(value, h);
+                walk(body, h);
+            }
+            ExprKind::Load { buffer, index } => {
+                buffer.hash(h);
+                walk(index, h);
+            }
+            ExprKind::Ramp {
+                base,
+                stride,
+                lanes,
+            } => {
+                lanes.hash(h);
+                walk(base, h);
+                walk(stride, h);
+            }
+            ExprKind::Broadcast { value, lanes } => {
+                lanes.hash(h);
+                walk(value, h);
+            }
+            ExprKind::Shuffle { vectors, indices } => {
+                indices.hash(h);
+                vectors.iter().for_each(|v| walk(v, h));
+            }
+        }
+    }
+    let mut h = FastHasher::default();
+    walk(e, &mut h);
+    h.finish()
+}
 
 fn node_count(e: &Expr) -> usize {
     struct Count(usize);
@@ -713,10 +791,106 @@ struct Prover<'a> {
     /// Values of lets outside the versions in the steady state (see
     /// [`Steady::steady_lets`]): proofs inside the versions use them.
     steady_lets: &'a [(String, Expr, Expr)],
+    /// Identifies the facts and the current contents of `scope` (see
+    /// [`ProofMemo`]), and the ids of the enclosing loops' scopes.
+    scope_id: usize,
+    scope_ids: Vec<usize>,
+    memo: &'a RefCell<ProofMemo>,
+}
+
+/// Proofs already attempted, shared by the provers of a whole pass: the
+/// same clamp recurs in every copy of a statement, every loop nest and
+/// every stage of a pipeline, and each proof simplifies and bounds its
+/// expressions anew.
+#[derive(Default)]
+struct ProofMemo {
+    /// Ids of the starting points of provers: facts and initial scope,
+    /// by structural hash.
+    root_id_of: FastHashMap<u64, Vec<RootScope>>,
+    /// Entering a loop moves to the id of (enclosing id, loop variable,
+    /// range): the same for every copy of the loop.
+    scope_id_of: FastHashMap<(usize, u64), Vec<LoopScope>>,
+    next_scope_id: usize,
+    /// By scope id and structural hash of the difference `a - b` with the
+    /// lets substituted (which, with the facts and the scope, decides the
+    /// answer): the difference and whether it is at most zero.
+    proofs: FastHashMap<(usize, u64), Vec<(Expr, bool)>>,
+}
+
+/// A loop entered from a scope (variable, range), with the id of the
+/// scope inside it.
+type LoopScope = (String, Interval, usize);
+
+/// A prover's facts and initial scope entries, with their id.
+type RootScope = (Vec<Expr>, Vec<(String, Interval)>, usize);
+
+impl ProofMemo {
+    fn fresh_id(&mut self) -> usize {
+        self.next_scope_id += 1;
+        self.next_scope_id
+    }
+
+    /// The id of a prover's starting point.
+    fn root_id(&mut self, facts: &[Expr], scope: &Scope) -> usize {
+        let mut h = FastHasher::default();
+        for f in facts {
+            structural_hash(f).hash(&mut h);
+        }
+        let entries: Vec<(String, Interval)> = scope
+            .iter()
+            .map(|(n, i)| (n.to_string(), i.clone()))
+            .collect();
+        for (name, interval) in &entries {
+            name.hash(&mut h);
+            hash_interval(interval, &mut h);
+        }
+        let hash = h.finish();
+        if let Some((_, _, id)) = self
+            .root_id_of
+            .get(&hash)
+            .and_then(|known| known.iter().find(|(f, e, _)| f == facts && *e == entries))
+        {
+            return *id;
+        }
+        let id = self.fresh_id();
+        self.root_id_of
+            .entry(hash)
+            .or_default()
+            .push((facts.to_vec(), entries, id));
+        id
+    }
+
+    /// The id of scope `enclosing` with the loop `name` over `interval`.
+    fn loop_id(&mut self, enclosing: usize, name: &str, interval: &Interval) -> usize {
+        let mut h = FastHasher::default();
+        name.hash(&mut h);
+        hash_interval(interval, &mut h);
+        let key = (enclosing, h.finish());
+        if let Some((_, _, id)) = self
+            .scope_id_of
+            .get(&key)
+            .and_then(|known| known.iter().find(|(n, i, _)| n == name && i == interval))
+        {
+            return *id;
+        }
+        let id = self.fresh_id();
+        self.scope_id_of
+            .entry(key)
+            .or_default()
+            .push((name.to_string(), interval.clone(), id));
+        id
+    }
+}
+
+fn hash_interval(interval: &Interval, h: &mut FastHasher) {
+    for bound in [&interval.min, &interval.max] {
+        bound.as_ref().map(structural_hash).hash(h);
+    }
 }
 
 impl<'a> Prover<'a> {
-    fn new(facts: &'a [Expr], scope: Scope) -> Prover<'a> {
+    fn new(facts: &'a [Expr], scope: Scope, memo: &'a RefCell<ProofMemo>) -> Prover<'a> {
+        let scope_id = memo.borrow_mut().root_id(facts, &scope);
         let mut loop_names = HashMap::new();
         for (name, _) in scope.iter() {
             *loop_names.entry(name.to_string()).or_insert(0) += 1;
@@ -735,6 +909,9 @@ impl<'a> Prover<'a> {
             versioned: None,
             in_version: false,
             steady_lets: &[],
+            scope_id,
+            scope_ids: Vec::new(),
+            memo,
         }
     }
 
@@ -778,12 +955,19 @@ impl<'a> Prover<'a> {
     }
 
     fn push_loop(&mut self, name: &str, interval: Interval) {
+        let id = self
+            .memo
+            .borrow_mut()
+            .loop_id(self.scope_id, name, &interval);
+        self.scope_ids.push(self.scope_id);
+        self.scope_id = id;
         self.scope.push(name.to_string(), interval);
         *self.loop_names.entry(name.to_string()).or_insert(0) += 1;
     }
 
     fn pop_loop(&mut self, name: &str) {
         self.scope.pop(name);
+        self.scope_id = self.scope_ids.pop().unwrap_or(self.scope_id);
         if let Some(count) = self.loop_names.get_mut(name) {
             *count -= 1;
             if *count == 0 {
@@ -794,42 +978,68 @@ impl<'a> Prover<'a> {
 
     /// Whether `a <= b` follows from a fact `d <= 0` with `a - b - d`
     /// a non-positive constant.
-    fn proves_le(&self, a: &Expr, b: &Expr) -> bool {
+    fn proves_le(&mut self, a: &Expr, b: &Expr) -> bool {
         if a.ty() != Type::I32 {
             return false;
         }
         // Only choices that depend on a loop variable can be decided by
         // the facts or the loop ranges (this keeps the pass cheap on
         // min/max-heavy code such as sorting networks).
-        let mentions_loop = |e: &Expr| self.mentions_loop(e);
-        if !mentions_loop(a) && !mentions_loop(b) && self.loop_dependent_lets == 0 {
+        if !self.mentions_loop(a) && !self.mentions_loop(b) && self.loop_dependent_lets == 0 {
             return false;
         }
         let Some(diff) = substitute_lets(&self.lets, &Expr::sub(a.clone(), b.clone())) else {
             return false;
         };
-        let diff = simplify(&diff);
+        let key = (self.scope_id, structural_hash(&diff));
+        if let Some(proved) = self
+            .memo
+            .borrow()
+            .proofs
+            .get(&key)
+            .and_then(|known| known.iter().find(|(d, _)| *d == diff))
+            .map(|(_, proved)| *proved)
+        {
+            return proved;
+        }
+        let proved = self.proves_nonpositive(&diff);
+        self.memo
+            .borrow_mut()
+            .proofs
+            .entry(key)
+            .or_default()
+            .push((diff, proved));
+        proved
+    }
+
+    /// Whether `diff` (lets substituted) is at most zero by a fact or the
+    /// loop ranges: the work of [`Prover::proves_le`] once memoized.
+    fn proves_nonpositive(&self, diff: &Expr) -> bool {
+        let diff = simplify(diff);
         if let Some(k) = const_int(&diff) {
             return k <= 0;
         }
-        if !mentions_loop(&diff) {
+        if !self.mentions_loop(&diff) {
             return false;
         }
+        let at_most_zero = |gap: &Expr| {
+            let max = bounds_of_expr_in_scope(gap, &self.scope).max;
+            max.and_then(|m| const_int(&m)).is_some_and(|k| k <= 0)
+        };
+        // a - b <= 0 over the loop ranges. The difference is already
+        // simplified, so it is its own gap (simplifying `diff - 0` again
+        // would only give `diff` back, at the cost of a second
+        // simplification).
+        if at_most_zero(&diff) {
+            return true;
+        }
+        // a - b <= d for a fact d <= 0, over the loop ranges.
         let diff_vars = vars_of(&diff);
-        // a - b <= d (for a fact d <= 0) or a - b <= 0, over the loop ranges.
-        std::iter::once(Expr::i32(0))
-            .chain(
-                self.facts
-                    .iter()
-                    .zip(&self.fact_vars)
-                    .filter(|(_, vars)| vars.iter().any(|v| diff_vars.contains(v)))
-                    .map(|(f, _)| f.clone()),
-            )
-            .any(|f| {
-                let gap = simplify(&Expr::sub(diff.clone(), f));
-                let max = bounds_of_expr_in_scope(&gap, &self.scope).max;
-                max.and_then(|m| const_int(&m)).is_some_and(|k| k <= 0)
-            })
+        self.facts
+            .iter()
+            .zip(&self.fact_vars)
+            .filter(|(_, vars)| vars.iter().any(|v| diff_vars.contains(v)))
+            .any(|(f, _)| at_most_zero(&simplify(&Expr::sub(diff.clone(), f.clone()))))
     }
 }
 
