@@ -652,7 +652,7 @@ fn a_producer_inside_a_fused_loop_is_refused_by_the_iteration_budget() {
             outcome.map(|_| ())
         );
     }
-    let small = run_case(&module, &cases[2], 100_000);
+    let small = run_case(&module, &cases[2], 2_000);
     assert!(
         matches!(small, Ok(Outcome::OverBudget)),
         "{:?}",
