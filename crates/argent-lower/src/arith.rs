@@ -451,6 +451,37 @@ fn simplify_binary(op: BinOp, a: Expr, b: Expr) -> Expr {
                         return b;
                     }
                 }
+                // min(select(c, x, y), select(c, z, w)) ==
+                // select(c, min(x, z), min(y, w)): unions of reads under one
+                // guard stay one select.
+                if let (
+                    ExprKind::Select {
+                        cond: c1,
+                        then: x,
+                        otherwise: y,
+                    },
+                    ExprKind::Select {
+                        cond: c2,
+                        then: z,
+                        otherwise: w,
+                    },
+                ) = (a.kind(), b.kind())
+                {
+                    if c1 == c2 {
+                        return Expr::select(
+                            c1.clone(),
+                            simplify_binary(op, x.clone(), z.clone()),
+                            simplify_binary(op, y.clone(), w.clone()),
+                        );
+                    }
+                }
+                // A chain `min(min(x, y), z)` (what unions of many reads
+                // build) keeps only the operands that no other operand is
+                // known to be below (above for `max`), so that unions of
+                // taps at constant distances stay one operand per shape.
+                if let Some(e) = drop_dominated_operands(op, &a, &b) {
+                    return e;
+                }
                 // min(min(x, c1), c2) == min(x, min(c1, c2)) for constants.
                 if let (
                     ExprKind::Binary {
@@ -502,6 +533,119 @@ fn simplify_binary(op: BinOp, a: Expr, b: Expr) -> Expr {
         }
     }
     Expr::binary(op, a, b)
+}
+
+/// Whether `x <= y` is known from their difference being constant:
+/// `Some(true)` when `x <= y`, `Some(false)` when `x > y`, `None` when the
+/// difference is not constant. Quotients by the same positive constant
+/// compare by their numerators (division by it is monotonic).
+fn known_order(x: &Expr, y: &Expr) -> Option<bool> {
+    if let Some(d) = affine_of(x).add(affine_of(y), -1).as_const() {
+        return Some(d <= 0);
+    }
+    match (x.kind(), y.kind()) {
+        (
+            ExprKind::Binary {
+                op: BinOp::Div,
+                a: nx,
+                b: kx,
+            },
+            ExprKind::Binary {
+                op: BinOp::Div,
+                a: ny,
+                b: ky,
+            },
+        ) if kx.as_int().is_some_and(|k| k > 0) && kx == ky => {
+            let d = affine_of(nx).add(affine_of(ny), -1).as_const()?;
+            Some(d <= 0)
+        }
+        _ => None,
+    }
+}
+
+/// Operands of nested `op` nodes (`min` or `max`), left to right.
+fn chain_operands(op: BinOp, e: &Expr, out: &mut Vec<Expr>) {
+    match e.kind() {
+        ExprKind::Binary { op: o, a, b } if *o == op => {
+            chain_operands(op, a, out);
+            chain_operands(op, b, out);
+        }
+        _ => out.push(e.clone()),
+    }
+}
+
+/// `op(a, b)` (`min` or `max`, at least one of them a chain of `op`) with
+/// the operands dropped that another operand makes redundant, or `None`
+/// when none is. Long chains on both sides are left alone so that the
+/// comparisons stay cheap.
+fn drop_dominated_operands(op: BinOp, a: &Expr, b: &Expr) -> Option<Expr> {
+    let is_chain = |e: &Expr| matches!(e.kind(), ExprKind::Binary { op: o, .. } if *o == op);
+    if !is_chain(a) && !is_chain(b) {
+        return None;
+    }
+    // Both are simplified, so the operands within each are already
+    // independent: only pairs across the two need comparing.
+    let (mut kept, mut added) = (Vec::new(), Vec::new());
+    chain_operands(op, a, &mut kept);
+    chain_operands(op, b, &mut added);
+    if kept.len() * added.len() > 256 {
+        return None;
+    }
+    let mut dropped = false;
+    for x in added {
+        // `x` is redundant when a kept operand is at least as small (for
+        // `min`; as large for `max`); it replaces the kept ones it beats.
+        let keeps = |k: &Expr| match known_order(k, &x) {
+            Some(k_le_x) => k_le_x == (op == BinOp::Min),
+            None => false,
+        };
+        if kept.iter().any(keeps) {
+            dropped = true;
+            continue;
+        }
+        let before = kept.len();
+        kept.retain(|k| known_order(&x, k).is_none());
+        dropped |= kept.len() != before;
+        kept.push(x);
+    }
+    if !dropped {
+        return None;
+    }
+    kept.into_iter().reduce(|acc, x| Expr::binary(op, acc, x))
+}
+
+/// Whether `cond` is true up to some value of `var` and false from there
+/// on: `a < b` or `a <= b` with `a` growing and `b` not (or the reverse).
+fn holds_then_fails(cond: &Expr, var: &str) -> bool {
+    use Monotonic::*;
+    match cond.kind() {
+        ExprKind::Call {
+            target: CallTarget::Intrinsic(Intrinsic::Likely),
+            args,
+        } => holds_then_fails(&args[0], var),
+        ExprKind::Binary {
+            op: BinOp::Lt | BinOp::Le,
+            a,
+            b,
+        } => matches!(
+            (monotonic(a, var), monotonic(b, var)),
+            (Increasing, Constant) | (Constant, Decreasing) | (Increasing, Decreasing)
+        ),
+        _ => false,
+    }
+}
+
+/// Whether `y >= x` is known: `y` is `max(x, ..)` or exceeds `x` by a
+/// constant.
+fn never_below(y: &Expr, x: &Expr) -> bool {
+    match y.kind() {
+        ExprKind::Binary {
+            op: BinOp::Max,
+            a,
+            b,
+        } if a == x || b == x => true,
+        _ => known_order(x, y) == Some(true),
+    }
 }
 
 /// The constant value of an `i32` expression after simplification.
@@ -691,34 +835,22 @@ pub fn bounds_of_expr(e: &Expr, scope: &mut Scope) -> Interval {
             let (ia, ib) = (bounds_of_expr(a, scope), bounds_of_expr(b, scope));
             float_bounds(*op, &ia, &ib)
         }
-        // A clamp `max(min(x, hi), lo)` is within [lo, hi] whatever x is (when
-        // lo <= hi, which holds wherever lowering emits it: inside loops
-        // that run). Loop synthesis clamps split and fused variables so.
+        // A clamp `max(min(x, hi), lo)` takes each end of x's range to the
+        // nearest point of [lo, hi]. Intersecting x's range with [lo, hi]
+        // would be wrong: loop synthesis clamps split and fused variables
+        // so, and in the tail of a split larger than its loop x lies wholly
+        // outside [lo, hi], where the clamp is an endpoint, not nothing.
         ExprKind::Binary {
             op: BinOp::Max,
             a,
             b: lo,
         } if ty == Type::I32 && matches!(a.kind(), ExprKind::Binary { op: BinOp::Min, .. }) => {
-            let ExprKind::Binary { b: hi, .. } = a.kind() else {
+            let ExprKind::Binary { a: x, b: hi, .. } = a.kind() else {
                 unreachable!()
             };
-            let l = bounds_of_expr(lo, scope);
-            let h = bounds_of_expr(hi, scope);
-            let ExprKind::Binary { a: x, .. } = a.kind() else {
-                unreachable!()
-            };
+            let (l, h) = (bounds_of_expr(lo, scope), bounds_of_expr(hi, scope));
             let inner = bounds_of_expr(x, scope);
-            // Both are sound, so their intersection is.
-            Interval {
-                min: match (inner.min, l.min) {
-                    (Some(a), Some(b)) => Some(simplify(&Expr::max(a, b))),
-                    (a, b) => a.or(b),
-                },
-                max: match (inner.max, h.max) {
-                    (Some(a), Some(b)) => Some(simplify(&Expr::min(a, b))),
-                    (a, b) => a.or(b),
-                },
-            }
+            clamp_bounds(&inner, &l, &h)
         }
         // `max(a, -a)` is `|a|` (mirror boundary conditions are written so).
         // Bounding the two operands separately forgets that they are the
@@ -845,6 +977,46 @@ pub fn bounds_of_expr(e: &Expr, scope: &mut Scope) -> Interval {
     }
 }
 
+/// Bounds of `max(min(x, hi), lo)` for x, lo and hi in the given
+/// intervals: each end of x's range clamped, `[max(min(x.min, hi.min),
+/// lo.min), max(min(x.max, hi.max), lo.max)]`, with a term dropped from a
+/// `min` or `max` where dropping it keeps the bound sound, and the max
+/// kept within the width of x's range where the limits are fixed.
+fn clamp_bounds(x: &Interval, lo: &Interval, hi: &Interval) -> Interval {
+    let min = match (&x.min, &hi.min) {
+        (Some(a), Some(b)) => Some(Expr::min(a.clone(), b.clone())),
+        _ => None,
+    };
+    let min = match (min, &lo.min) {
+        (Some(a), Some(b)) => Some(simplify(&Expr::max(a, b.clone()))),
+        (a, b) => a.or(b.clone()),
+    };
+    let max = match (&x.max, &hi.max) {
+        (Some(a), Some(b)) => Some(Expr::min(a.clone(), b.clone())),
+        (a, b) => a.clone().or(b.clone()),
+    };
+    let max = match (max, &lo.max) {
+        (Some(a), Some(b)) => Some(simplify(&Expr::max(a, b.clone()))),
+        _ => None,
+    };
+    let min = min.map(|m| simplify(&m));
+    // With fixed limits the clamp is monotonic and moves no two values
+    // further apart than they were, so its range is at most as wide as
+    // x's: `max <= min + (x.max - x.min)`. This keeps an empty range empty
+    // (a consumer's region that a sliding window emptied must not make
+    // its producers' regions grow), where clamping the ends alone would
+    // turn it into a point.
+    let fixed = |i: &Interval| i.min.is_some() && i.min == i.max;
+    let max = match (&min, max, &x.min, &x.max) {
+        (Some(m), Some(hi_end), Some(x_lo), Some(x_hi)) if fixed(lo) && fixed(hi) => {
+            let width = Expr::sub(x_hi.clone(), x_lo.clone());
+            Some(simplify(&Expr::min(hi_end, Expr::add(m.clone(), width))))
+        }
+        (_, max, _, _) => max,
+    };
+    Interval { min, max }
+}
+
 /// Whether `b` is `-a` or `a` is `-b`, written as a negation or as a
 /// subtraction from zero.
 fn is_negation_of(a: &Expr, b: &Expr) -> bool {
@@ -969,8 +1141,48 @@ fn binary_bounds(op: BinOp, a: &Interval, b: &Interval, b_expr: &Expr) -> Interv
                     .as_ref()
                     .map(|x| simplify(&Expr::div(x.clone(), Expr::i32(k)))),
             },
-            _ => Interval::everything(),
+            _ => match (&a.min, &a.max, &b.min, &b.max) {
+                // A quotient of single points is a single point (a fused
+                // loop's `xy / extent` at one point of the fused loop).
+                (Some(lo), Some(hi), Some(d), Some(d_hi)) if lo == hi && d == d_hi => {
+                    Interval::point(simplify(&Expr::div(lo.clone(), d.clone())))
+                }
+                // For a single divisor of unknown sign, the quotient is
+                // monotonic in the dividend, increasing or decreasing (and
+                // 0 when the divisor is): its ends are the ends' quotients.
+                (Some(lo), Some(hi), Some(d), Some(d_hi)) if d == d_hi => {
+                    let (q_lo, q_hi) = (
+                        Expr::div(lo.clone(), d.clone()),
+                        Expr::div(hi.clone(), d.clone()),
+                    );
+                    Interval::new(
+                        simplify(&Expr::min(q_lo.clone(), q_hi.clone())),
+                        simplify(&Expr::max(q_lo, q_hi)),
+                    )
+                }
+                // A positive divisor: the quotient grows with the dividend
+                // and moves towards zero (or -1) as the divisor grows, so
+                // its extremes are at the corners.
+                (Some(lo), Some(hi), Some(d_lo), Some(d_hi))
+                    if d_lo.as_int().is_some_and(|k| k > 0) =>
+                {
+                    let q = |x: &Expr, d: &Expr| Expr::div(x.clone(), d.clone());
+                    Interval::new(
+                        simplify(&Expr::min(q(lo, d_lo), q(lo, d_hi))),
+                        simplify(&Expr::max(q(hi, d_lo), q(hi, d_hi))),
+                    )
+                }
+                _ => Interval::everything(),
+            },
         },
+        // A remainder of single points is a single point.
+        BinOp::Mod if a.is_bounded() && b.is_bounded() && a.min == a.max && b.min == b.max => {
+            Interval::point(simplify(&Expr::binary(
+                BinOp::Mod,
+                a.min.clone().unwrap(),
+                b.min.clone().unwrap(),
+            )))
+        }
         BinOp::Mod => match (&b.max, b.max.as_ref().and_then(|x| x.as_int())) {
             (_, Some(k)) if k > 0 => Interval::new(Expr::i32(0), Expr::i32(k - 1)),
             // Euclidean: x % b is in [0, |b| - 1] (0 when b == 0).
@@ -1078,6 +1290,21 @@ pub fn monotonic(e: &Expr, var: &str) -> Monotonic {
             otherwise,
         } if monotonic(cond, var) == Constant => {
             monotonic(then, var).join(monotonic(otherwise, var))
+        }
+        // `select(a < b, x, y)` with `a` growing, `b` not and `y >= x`: the
+        // condition holds up to some point and fails after it, and the
+        // value moves from x up to something at least x, so it grows when
+        // x and y do. Bounds inference empties a region so in the guarded
+        // tail of a loop.
+        ExprKind::Select {
+            cond,
+            then,
+            otherwise,
+        } if holds_then_fails(cond, var) && never_below(otherwise, then) => {
+            match monotonic(then, var).join(monotonic(otherwise, var)) {
+                m @ (Constant | Increasing) => m.join(Increasing),
+                _ => Unknown,
+            }
         }
         ExprKind::Cast { value, .. } if e.ty() == Type::I32 => monotonic(value, var),
         ExprKind::Call {
@@ -1258,6 +1485,97 @@ mod tests {
             i.min.and_then(|m| m.as_int()),
             i.max.and_then(|m| m.as_int()),
         )
+    }
+
+    /// The interval of `e` with `x` in `[lo, hi]` and `n` a symbolic point,
+    /// as printed expressions.
+    fn symbolic_bounds(e: &Expr, lo: i64, hi: i64) -> (String, String) {
+        let mut scope = Scope::default();
+        scope.push("x", Interval::new(Expr::i32(lo), Expr::i32(hi)));
+        let i = bounds_of_expr(e, &mut scope);
+        let show = |b: Option<Expr>| b.map_or("none".to_string(), |b| b.to_string());
+        (show(i.min), show(i.max))
+    }
+
+    /// Regression (gaussian5x5 seed 46, sobel 112, unsharp_mask 178): in
+    /// the tail of a split larger than its loop, the clamped variable lies
+    /// wholly outside [lo, hi]; the clamp is then the nearest endpoint, not
+    /// an empty range.
+    #[test]
+    fn a_clamp_of_a_range_outside_its_limits_is_the_nearest_limit() {
+        let x = Expr::var_i32("x");
+        let clamp =
+            |lo: i64, hi: i64| Expr::max(Expr::min(x.clone(), Expr::i32(hi)), Expr::i32(lo));
+        assert_eq!(const_bounds(&clamp(0, 3), 5, 9), (Some(3), Some(3)));
+        assert_eq!(const_bounds(&clamp(0, 3), -9, -5), (Some(0), Some(0)));
+        assert_eq!(const_bounds(&clamp(0, 3), -2, 1), (Some(0), Some(1)));
+        assert_eq!(const_bounds(&clamp(0, 3), 2, 7), (Some(2), Some(3)));
+        assert_eq!(const_bounds(&clamp(0, 3), -1, 9), (Some(0), Some(3)));
+        // Symbolic limits: x in [5, 9] against [m, m + 3] gives
+        // [max(min(5, m + 3), m), max(min(9, m + 3), m)], the max also
+        // at most 4 above the min.
+        let m = Expr::var_i32("m");
+        let symbolic = Expr::max(
+            Expr::min(x.clone(), Expr::add(m.clone(), Expr::i32(3))),
+            m.clone(),
+        );
+        assert_eq!(
+            symbolic_bounds(&symbolic, 5, 9),
+            (
+                "max(min(5, (m + 3)), m)".to_string(),
+                "min(max(min(9, (m + 3)), m), (max(min(5, (m + 3)), m) + 4))".to_string()
+            )
+        );
+        // An empty range (a region a sliding window emptied) stays empty
+        // rather than becoming the nearest limit.
+        assert_eq!(const_bounds(&clamp(0, 3), 5, 4), (Some(3), Some(2)));
+        assert_eq!(const_bounds(&clamp(0, 3), 2, 1), (Some(2), Some(1)));
+    }
+
+    /// Euclidean quotients and remainders: of single points they are single
+    /// points, whatever the divisor; by a single divisor of unknown sign the
+    /// quotient lies between the ends' quotients; by a positive range of
+    /// divisors, between the corners'.
+    #[test]
+    fn quotients_and_remainders_of_points_are_points() {
+        let (x, n) = (Expr::var_i32("x"), Expr::var_i32("n"));
+        let (q, r) = (
+            Expr::div(x.clone(), n.clone()),
+            Expr::binary(BinOp::Mod, x.clone(), n.clone()),
+        );
+        let point = |e: &Expr| symbolic_bounds(e, 7, 7);
+        assert_eq!(point(&q), ("(7 / n)".to_string(), "(7 / n)".to_string()));
+        assert_eq!(point(&r), ("(7 % n)".to_string(), "(7 % n)".to_string()));
+        assert_eq!(
+            symbolic_bounds(&q, -3, 7),
+            (
+                "min((-3 / n), (7 / n))".to_string(),
+                "max((-3 / n), (7 / n))".to_string()
+            )
+        );
+        // Constant points fold: -7 / 2 == -4 and -7 % 2 == 1 (Euclidean).
+        let c = |e: Expr| const_bounds(&e, -7, -7);
+        assert_eq!(c(Expr::div(x.clone(), Expr::i32(2))), (Some(-4), Some(-4)));
+        assert_eq!(
+            c(Expr::binary(BinOp::Mod, x.clone(), Expr::i32(2))),
+            (Some(1), Some(1))
+        );
+        assert_eq!(
+            c(Expr::binary(BinOp::Mod, x.clone(), Expr::i32(-2))),
+            (Some(1), Some(1))
+        );
+        // x in [-7, 9] divided by d in [2, 4]: [-7 / 2, 9 / 2] = [-4, 4].
+        let mut scope = Scope::default();
+        scope.push("x", Interval::new(Expr::i32(-7), Expr::i32(9)));
+        scope.push("d", Interval::new(Expr::i32(2), Expr::i32(4)));
+        let i = bounds_of_expr(&Expr::div(x.clone(), Expr::var_i32("d")), &mut scope);
+        assert_eq!(
+            (
+                i.min.and_then(|m| m.as_int()),
+                i.max.and_then(|m| m.as_int())
+            ),
+            (Some(-4), Some(4))
+        );
     }
 
     #[test]

@@ -62,6 +62,55 @@ fn needed_lets(named: &[(String, Expr)], used: &[Expr]) -> Vec<(String, Expr)> {
 }
 
 impl BoxFinder<'_> {
+    /// Walk `branch`, which runs only where `guard` holds. A guard whose
+    /// variables are all bound outside the statement being walked (a
+    /// tile's tail test `x.xo * 8 + x.xi < extent` of a producer computed
+    /// at `x.xi`) has one value for the whole walk: where it fails, the
+    /// branch touches nothing, and its box is made empty there. This keeps
+    /// a producer computed inside a guarded tail from computing the
+    /// clamped point for nothing. A guard that names a variable ranging
+    /// inside the walk only narrows it (see `narrow`).
+    ///
+    /// One empty dimension empties the box: the outermost one becomes
+    /// `[select(guard, lo, max(lo, hi + 1)), hi]`. Its max is untouched
+    /// and its min still grows with a loop whose tail the guard cuts off
+    /// (see `arith::monotonic`), so a sliding window along it still slides.
+    fn guarded_branch(&mut self, guard: &Expr, positive: bool, branch: &Stmt) {
+        let pushed = self.narrow(guard, positive);
+        let mut names = Vec::new();
+        free_vars(guard, &mut names);
+        let outer = names.iter().all(|n| !self.scope.contains(n));
+        // The reads per reader (for naming the stage in input checks) stay
+        // unguarded, which is sound.
+        let before = if outer {
+            Some(self.result.take())
+        } else {
+            None
+        };
+        self.stmt(branch);
+        for _ in 0..pushed {
+            self.scope.pop();
+        }
+        let Some(before) = before else {
+            return;
+        };
+        let Some(mut b) = std::mem::replace(&mut self.result, before) else {
+            return;
+        };
+        let guard = if positive {
+            guard.clone()
+        } else {
+            Expr::not(guard.clone())
+        };
+        if let Some(iv) = b.last_mut()
+            && let (Some(lo), Some(hi)) = (&iv.min, &iv.max)
+        {
+            let empty_min = Expr::max(lo.clone(), Expr::add(hi.clone(), Expr::i32(1)));
+            iv.min = Some(simplify(&Expr::select(guard, lo.clone(), empty_min)));
+        }
+        union_box(&mut self.result, b);
+    }
+
     fn record_read(&mut self, b: Box_) {
         if let (Some(readers), Some(reader)) = (&mut self.by_reader, self.producing.last()) {
             match readers.iter_mut().find(|(r, _)| r == reader) {
@@ -300,9 +349,9 @@ impl BoxFinder<'_> {
                 otherwise,
             } => {
                 self.expr(cond);
-                self.stmt(then);
+                self.guarded_branch(cond, true, then);
                 if let Some(o) = otherwise {
-                    self.stmt(o);
+                    self.guarded_branch(cond, false, o);
                 }
             }
             Stmt::Assert { cond, args, .. } => {
@@ -320,6 +369,23 @@ impl BoxFinder<'_> {
             }
         }
     }
+}
+
+/// The variables `e` names (with repeats). A `let` inside `e` counts its
+/// own name as used, which only makes a guard look less usable.
+fn free_vars(e: &Expr, out: &mut Vec<String>) {
+    struct V<'a>(&'a mut Vec<String>);
+    impl argent_ir::visit::Visitor for V<'_> {
+        fn visit_expr(&mut self, e: &Expr) {
+            match e.kind() {
+                ExprKind::Var(n) => self.0.push(n.clone()),
+                ExprKind::Let { name, .. } => self.0.push(name.clone()),
+                _ => {}
+            }
+            argent_ir::visit::walk_expr(self, e);
+        }
+    }
+    V(out).visit_expr(e);
 }
 
 /// The box of `func` (a func or an input) that `s` reads, and also writes
