@@ -466,14 +466,13 @@ fn simplify_binary(op: BinOp, a: Expr, b: Expr) -> Expr {
                         otherwise: w,
                     },
                 ) = (a.kind(), b.kind())
+                    && c1 == c2
                 {
-                    if c1 == c2 {
-                        return Expr::select(
-                            c1.clone(),
-                            simplify_binary(op, x.clone(), z.clone()),
-                            simplify_binary(op, y.clone(), w.clone()),
-                        );
-                    }
+                    return Expr::select(
+                        c1.clone(),
+                        simplify_binary(op, x.clone(), z.clone()),
+                        simplify_binary(op, y.clone(), w.clone()),
+                    );
                 }
                 // A chain `min(min(x, y), z)` (what unions of many reads
                 // build) keeps only the operands that no other operand is
