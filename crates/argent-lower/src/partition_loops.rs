@@ -30,16 +30,16 @@
 //!                                           for (x, x.steady.end, w - x.steady.end) { <original body> }
 //! ```
 
-use argent_arith::fast_hash::{FastHashMap, FastHasher};
+use argent_arith::fast_hash::{FastHashMap, FastHashSet, FastHasher};
 use argent_arith::interval::{Interval, Scope, bounds_of_expr_in_scope};
 use argent_arith::{const_int, simplify, vars_of};
 use argent_ir::visit::{
-    Mutator, Visitor, expr_uses_var, mutate_expr_children, mutate_stmt_children, substitute,
-    walk_expr, walk_stmt,
+    Mutator, ScopedMutator, Visitor, expr_uses_var, mutate_expr_children, mutate_expr_scoped,
+    mutate_stmt_children, mutate_stmt_scoped, substitute, walk_expr, walk_stmt,
 };
 use argent_ir::{BinOp, CallTarget, Expr, ExprKind, ForKind, Intrinsic, Stmt, Type, UnaryOp};
 use std::cell::RefCell;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::rc::Rc;
 
@@ -123,7 +123,7 @@ impl Partitioner {
             recording_only: false,
             steady_lets: Vec::new(),
             steady_in_scope: Vec::new(),
-            dependent: HashMap::new(),
+            dependent: FastHashMap::default(),
             let_dependent: Vec::new(),
             loop_dependent: Vec::new(),
             lets: Vec::new(),
@@ -361,7 +361,7 @@ impl Partitioner {
             recording_only: false,
             steady_lets: Vec::new(),
             steady_in_scope: Vec::new(),
-            dependent: HashMap::new(),
+            dependent: FastHashMap::default(),
             let_dependent: Vec::new(),
             loop_dependent: Vec::new(),
             lets: Vec::new(),
@@ -578,8 +578,8 @@ fn node_count(e: &Expr) -> usize {
 }
 
 /// Every name a statement binds (lets and loop variables).
-fn names_bound_in(s: &Stmt) -> HashSet<String> {
-    struct Names(HashSet<String>);
+fn names_bound_in(s: &Stmt) -> FastHashSet<String> {
+    struct Names(FastHashSet<String>);
     impl Visitor for Names {
         fn visit_expr(&mut self, e: &Expr) {
             if let ExprKind::Let { name, .. } = e.kind() {
@@ -597,7 +597,7 @@ fn names_bound_in(s: &Stmt) -> HashSet<String> {
             walk_stmt(self, s);
         }
     }
-    let mut n = Names(HashSet::new());
+    let mut n = Names(FastHashSet::default());
     n.visit_stmt(s);
     n.0
 }
@@ -721,7 +721,7 @@ fn split_conjunction(e: &Expr, out: &mut Vec<Expr>) {
 struct Steady<'a> {
     var: &'a str,
     /// Names bound inside the loop body: a bound mentioning one is useless.
-    inner_names: HashSet<String>,
+    inner_names: FastHashSet<String>,
     /// Only choices inside inner loops count (the loop has inner loops).
     /// A choice evaluated once per iteration of an outer loop (the bounds
     /// of a sliding window's producer loops, the guard of a row) costs
@@ -746,7 +746,7 @@ struct Steady<'a> {
     /// condition mentioning none of them and not the variable itself
     /// cannot bound the steady state, and is dismissed without
     /// substituting and simplifying it.
-    dependent: HashMap<String, usize>,
+    dependent: FastHashMap<String, usize>,
     /// For each entry of `lets` and of `loops`, whether it is dependent.
     let_dependent: Vec<bool>,
     loop_dependent: Vec<bool>,
@@ -776,7 +776,7 @@ struct Prover<'a> {
     scope: Scope,
     /// The names `scope` binds, with how many times each is bound (a
     /// quick test of whether an expression depends on a loop).
-    loop_names: HashMap<String, usize>,
+    loop_names: FastHashMap<String, usize>,
     /// How many of `lets` mention a loop variable, and for each let
     /// whether it does: computed once when the let is entered rather
     /// than for every `min`/`max` inside it.
@@ -891,7 +891,7 @@ fn hash_interval(interval: &Interval, h: &mut FastHasher) {
 impl<'a> Prover<'a> {
     fn new(facts: &'a [Expr], scope: Scope, memo: &'a RefCell<ProofMemo>) -> Prover<'a> {
         let scope_id = memo.borrow_mut().root_id(facts, &scope);
-        let mut loop_names = HashMap::new();
+        let mut loop_names = FastHashMap::default();
         for (name, _) in scope.iter() {
             *loop_names.entry(name.to_string()).or_insert(0) += 1;
         }
@@ -917,7 +917,7 @@ impl<'a> Prover<'a> {
 
     /// Whether `e` mentions a variable of the loops in scope.
     fn mentions_loop(&self, e: &Expr) -> bool {
-        struct Find<'n>(&'n HashMap<String, usize>, bool);
+        struct Find<'n>(&'n FastHashMap<String, usize>, bool);
         impl Visitor for Find<'_> {
             fn visit_expr(&mut self, e: &Expr) {
                 if self.1 {
@@ -1048,16 +1048,10 @@ impl Mutator for Prover<'_> {
         if self.versioned.is_some() && !self.in_version {
             return e.clone();
         }
-        let e = match e.kind() {
-            ExprKind::Let { name, value, body } => {
-                let v = self.mutate_expr(value);
-                self.push_let(name, &v);
-                let b = self.mutate_expr(body);
-                self.pop_let();
-                return Expr::let_in(name.clone(), v, b);
-            }
-            _ => mutate_expr_children(self, e),
-        };
+        if let ExprKind::Let { .. } = e.kind() {
+            return mutate_expr_scoped(self, e);
+        }
+        let e = mutate_expr_children(self, e);
         match e.kind() {
             ExprKind::Binary {
                 op: op @ (BinOp::Min | BinOp::Max),
@@ -1099,48 +1093,29 @@ impl Mutator for Prover<'_> {
                 otherwise: otherwise.clone(),
             };
         }
-        match s {
-            Stmt::LetStmt { name, value, body } => {
-                let v = self.mutate_expr(value);
-                self.push_let(name, &v);
-                let b = self.mutate_stmt(body);
-                self.pop_let();
-                Stmt::LetStmt {
-                    name: name.clone(),
-                    value: v,
-                    body: Box::new(b),
-                }
-            }
-            Stmt::For {
-                var,
-                min,
-                extent,
-                kind,
-                body,
-            } => {
-                let last = simplify(&Expr::sub(
-                    Expr::add(min.clone(), extent.clone()),
-                    Expr::i32(1),
-                ));
-                self.push_loop(
-                    var,
-                    Interval {
-                        min: Some(min.clone()),
-                        max: Some(last),
-                    },
-                );
-                let b = self.mutate_stmt(body);
-                self.pop_loop(var);
-                Stmt::For {
-                    var: var.clone(),
-                    min: min.clone(),
-                    extent: extent.clone(),
-                    kind: *kind,
-                    body: Box::new(b),
-                }
-            }
-            _ => mutate_stmt_children(self, s),
-        }
+        mutate_stmt_scoped(self, s)
+    }
+}
+
+impl ScopedMutator for Prover<'_> {
+    fn enter_let(&mut self, name: &str, value: &Expr) {
+        self.push_let(name, value);
+    }
+
+    fn exit_let(&mut self, _: &str) {
+        self.pop_let();
+    }
+
+    fn enter_loop(&mut self, var: &str, min: &Expr, extent: &Expr) {
+        let last = simplify(&Expr::sub(
+            Expr::add(min.clone(), extent.clone()),
+            Expr::i32(1),
+        ));
+        self.push_loop(var, Interval::new(min.clone(), last));
+    }
+
+    fn exit_loop(&mut self, var: &str) {
+        self.pop_loop(var);
     }
 }
 
@@ -1435,7 +1410,7 @@ impl Steady<'_> {
 
     /// Whether `e` mentions the loop variable or a dependent binding.
     fn depends_on_var(&self, e: &Expr) -> bool {
-        struct Find<'a>(&'a str, &'a HashMap<String, usize>, bool);
+        struct Find<'a>(&'a str, &'a FastHashMap<String, usize>, bool);
         impl Visitor for Find<'_> {
             fn visit_expr(&mut self, e: &Expr) {
                 if self.2 {
@@ -1582,14 +1557,7 @@ impl Mutator for Steady<'_> {
                     keep_likely(o, is_likely(otherwise)),
                 )
             }
-            ExprKind::Let { name, value, body } => {
-                let v = self.mutate_expr(value);
-                self.push_let(name, &v);
-                let b = self.mutate_expr(body);
-                self.pop_let();
-                Expr::let_in(name.clone(), v, b)
-            }
-            _ => mutate_expr_children(self, e),
+            _ => mutate_expr_scoped(self, e),
         }
     }
 
@@ -1598,36 +1566,6 @@ impl Mutator for Steady<'_> {
             return self.version(s);
         }
         match s {
-            Stmt::LetStmt { name, value, body } => {
-                let v = self.mutate_expr(value);
-                self.push_let(name, &v);
-                let b = self.mutate_stmt(body);
-                self.pop_let();
-                Stmt::LetStmt {
-                    name: name.clone(),
-                    value: v,
-                    body: Box::new(b),
-                }
-            }
-            Stmt::For {
-                var,
-                min,
-                extent,
-                kind,
-                body,
-            } => {
-                let (m, e) = (self.mutate_expr(min), self.mutate_expr(extent));
-                self.push_loop(var, &m, &e);
-                let b = self.mutate_stmt(body);
-                self.pop_loop();
-                Stmt::For {
-                    var: var.clone(),
-                    min: m,
-                    extent: e,
-                    kind: *kind,
-                    body: Box::new(b),
-                }
-            }
             Stmt::IfThenElse {
                 cond,
                 then,
@@ -1673,8 +1611,26 @@ impl Mutator for Steady<'_> {
                     otherwise: o,
                 }
             }
-            _ => mutate_stmt_children(self, s),
+            _ => mutate_stmt_scoped(self, s),
         }
+    }
+}
+
+impl ScopedMutator for Steady<'_> {
+    fn enter_let(&mut self, name: &str, value: &Expr) {
+        self.push_let(name, value);
+    }
+
+    fn exit_let(&mut self, _: &str) {
+        self.pop_let();
+    }
+
+    fn enter_loop(&mut self, var: &str, min: &Expr, extent: &Expr) {
+        self.push_loop(var, min, extent);
+    }
+
+    fn exit_loop(&mut self, _: &str) {
+        self.pop_loop();
     }
 }
 
