@@ -560,6 +560,18 @@ impl FnBuilder<'_> {
                 {
                     self.values.push(value.clone());
                 }
+                // The `1 - w` of a vector float lerp.
+                if let ExprKind::Call {
+                    target: CallTarget::Intrinsic(Intrinsic::Lerp),
+                    ..
+                } = e.kind()
+                    && e.ty().is_vector()
+                    && e.ty().is_float()
+                    && self.values.len() < 4 * MAX_HOISTED
+                    && !self.values.contains(&Expr::f32(1.0))
+                {
+                    self.values.push(Expr::f32(1.0));
+                }
                 // The multiplier of an unsigned division by a constant.
                 if let ExprKind::Binary {
                     op: BinOp::Div | BinOp::Mod,
@@ -1259,6 +1271,20 @@ impl FnBuilder<'_> {
                 let hi = self.map2(&a, &b, minmax_instr(false, bits, signed));
                 let lo = self.map2(&a, &b, minmax_instr(true, bits, signed));
                 Ok(self.map2(&hi, &lo, int_instr(BinOp::Sub, bits, false).unwrap()))
+            }
+            Intrinsic::Lerp if float && args[2].ty().element().is_float() && ty.bits == 32 => {
+                // `a * (1 - w) + b * w` with the same separately rounded
+                // operations as the scalar expansion (`math::expand_lerp`),
+                // so each lane is bit-exact; computed lane by lane it would
+                // also take every gather in `a` and `b` apart.
+                let a = self.vexpr(&args[0], 32)?;
+                let b = self.vexpr(&args[1], 32)?;
+                let w = self.vexpr(&args[2], 32)?;
+                let one = self.splat_scalar(&Expr::f32(1.0), ty.lanes, 32)?;
+                let one_minus_w = self.map2(&one, &w, I::F32x4Sub);
+                let a_part = self.map2(&a, &one_minus_w, I::F32x4Mul);
+                let b_part = self.map2(&b, &w, I::F32x4Mul);
+                Ok(self.map2(&a_part, &b_part, I::F32x4Add))
             }
             _ => Err(VErr::Unsupported),
         }

@@ -4,7 +4,7 @@
 mod common;
 mod programs;
 
-use argent_ir::{BinOp, BufferRole, Expr, ForKind, Stmt, Type};
+use argent_ir::{BinOp, BufferRole, Expr, ForKind, Intrinsic, Stmt, Type};
 use argent_wasm::{CodegenError, CodegenOptions, compile};
 use common::*;
 use expect_test::{Expect, expect};
@@ -385,6 +385,29 @@ fn f32_division_by_a_power_of_two_is_a_multiply() {
     assert_eq!(by(0.5), (0, 1));
     // 3 has no exact reciprocal.
     assert_eq!(by(3.0), (1, 0));
+}
+
+#[test]
+fn f32_lerp_is_whole_vectors_not_lanes() {
+    // lerp(a, b, w) = a * (1 - w) + b * w on f32x8: two registers, each one
+    // sub, two muls and an add; the `1` is splat once, before the loop.
+    let module = elementwise(Type::F32, Type::F32, 8, |a, b| {
+        let w = Expr::mul(b.clone(), Expr::broadcast(Expr::f32(0.5), 8));
+        Expr::intrinsic(Type::F32.with_lanes(8), Intrinsic::Lerp, vec![a, b, w])
+    });
+    let body = inner_loop(&wat(&module, CodegenOptions::default()));
+    let count = |op: &str| body.lines().filter(|l| l.starts_with(op)).count();
+    assert_eq!(
+        (
+            count("f32x4.sub"),
+            count("f32x4.mul"),
+            count("f32x4.add"),
+            count("f32x4.extract_lane"),
+            count("f32x4.splat"),
+        ),
+        (2, 6, 2, 0, 0),
+        "{body}"
+    );
 }
 
 #[test]

@@ -803,6 +803,26 @@ fn transcendentals_and_lerp_via_expansions() {
         ],
         vec![],
     ));
+    // f32 lerp with a float weight is computed as whole vectors (4 and 8
+    // lanes); each lane must equal the scalar expansion bit for bit.
+    for lanes in [4, 8] {
+        let module = elementwise(Type::F32, Type::F32, lanes, |a, b| {
+            let w = Expr::mul(b.clone(), Expr::broadcast(Expr::f32(0.37), lanes));
+            Expr::intrinsic(Type::F32.with_lanes(lanes), Intrinsic::Lerp, vec![a, b, w])
+        });
+        let values: Vec<u8> = (0..n)
+            .flat_map(|k| ((k as f32) * 0.77 - 5.3).to_le_bytes())
+            .collect();
+        batch.push(case(
+            module.clone(),
+            vec![
+                typed(values.clone(), 4),
+                typed(values.iter().rev().copied().collect(), 4),
+                typed(vec![0; 4 * n], 4),
+            ],
+            vec![],
+        ));
+    }
     for ty in [Type::U8, Type::I16, Type::U32, Type::I32] {
         let lanes = 4;
         let module = elementwise(ty, ty, lanes, |a, b| {
