@@ -108,6 +108,10 @@ pub(crate) struct FnBuilder<'c> {
     /// store, and while code runs conditionally (a local set in one branch
     /// would be unset in the other).
     pub(crate) vector_cache: Option<Vec<(Expr, u8, VecVal)>>,
+    /// The 32-bit gathers of the current store statement outside
+    /// conditionally run code (see `simd.rs`, `paired_gather`): a gather
+    /// whose neighbour one element up is also read loads both at once.
+    pub(crate) statement_gathers: Vec<Expr>,
     /// Broadcasts of loop-invariant scalars computed before the loops that
     /// use them: the scalar, the lane width, and the v128 local holding it.
     pub(crate) hoisted_splats: Vec<(Expr, u8, u32)>,
@@ -205,6 +209,7 @@ impl<'c> FnBuilder<'c> {
             free: Vec::new(),
             temporaries: None,
             vector_cache: None,
+            statement_gathers: Vec::new(),
             hoisted_splats: Vec::new(),
             hoisted_scalars: HashMap::new(),
             hoisted_addresses: Vec::new(),

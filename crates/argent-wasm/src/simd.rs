@@ -172,6 +172,35 @@ fn split_gather_index(index: &Expr) -> (Expr, Option<Expr>) {
     (lanes, scalar)
 }
 
+/// The gathers of 32-bit elements (loads with an index that is neither
+/// dense nor strided) in `value`, leaving out those under a scalar select
+/// (its branches run conditionally, so their loads may not be done early).
+fn gathers_of(value: &Expr) -> Vec<Expr> {
+    struct Gathers(Vec<Expr>);
+    impl Visitor for Gathers {
+        fn visit_expr(&mut self, e: &Expr) {
+            match e.kind() {
+                ExprKind::Select { .. } if e.ty().is_scalar() => return,
+                ExprKind::Load { index, .. }
+                    if e.ty().is_vector()
+                        && e.ty().bits == 32
+                        && !e.ty().is_bool()
+                        && dense_or_strided(index).is_none()
+                        && !matches!(index.kind(), ExprKind::Broadcast { .. })
+                        && !self.0.contains(e) =>
+                {
+                    self.0.push(e.clone());
+                }
+                _ => {}
+            }
+            walk_expr(self, e);
+        }
+    }
+    let mut g = Gathers(Vec::new());
+    g.visit_expr(value);
+    g.0
+}
+
 /// Whether computing `e` costs enough that an equal occurrence later in
 /// the same statement should reuse its registers (variables, constants and
 /// broadcasts are as cheap to recompute as to look up).
@@ -1042,6 +1071,13 @@ impl FnBuilder<'_> {
                 // A gather: vector indices, one load per lane straight into
                 // its lane. Broadcast terms of the index are added to the
                 // base address once rather than to every lane.
+                let neighbour =
+                    if elem_bits == 32 && ty.lanes % 4 == 0 && self.vector_cache.is_some() {
+                        self.gather_neighbour(e, buffer, index)
+                            .filter(|g| self.cached_vector(g, 0).is_none())
+                    } else {
+                        None
+                    };
                 let (lanes_index, scalar) = split_gather_index(index);
                 let idx = self.vexpr(&lanes_index, 32)?;
                 if idx.lane_bits != 32 {
@@ -1061,6 +1097,9 @@ impl FnBuilder<'_> {
                     }
                     None => buf.base,
                 };
+                if let Some(neighbour) = neighbour {
+                    return self.paired_gather(&idx, base, ty.lanes, &neighbour);
+                }
                 let mut parts = Vec::new();
                 for j in 0..n {
                     let lanes_here = (ty.lanes as usize - j * per).min(per);
@@ -1110,6 +1149,71 @@ impl FnBuilder<'_> {
         self.finish_load(v, buf.ty, mask_bits)
     }
 
+    /// Gathers the 32-bit elements at `base + 4 * idx[k]` and their
+    /// neighbours one element up with one 64-bit load per lane, then splits
+    /// the pairs with two shuffles per four lanes. Returns the lower
+    /// elements; the upper ones are cached as the value of `neighbour`,
+    /// which the statement reads later. Half the lane extractions and loads
+    /// of two separate gathers (trilinear interpolation reads `g[i]` and
+    /// `g[i + 1]` at every corner).
+    fn paired_gather(
+        &mut self,
+        idx: &VecVal,
+        base: u32,
+        lanes: u16,
+        neighbour: &Expr,
+    ) -> VResult<VecVal> {
+        let mut lower = Vec::new();
+        let mut upper = Vec::new();
+        for j in 0..(lanes / 4) {
+            // Two registers of two pairs each: [a0 b0 a1 b1], [a2 b2 a3 b3].
+            let mut halves = [0; 2];
+            for (h, half) in halves.iter_mut().enumerate() {
+                let reg = self.v128_local();
+                for k in 0..2u16 {
+                    self.emit(I::LocalGet(base));
+                    self.extract_lane(idx, j * 4 + h as u16 * 2 + k, Type::I32);
+                    self.emit(I::I32Const(2));
+                    self.emit(I::I32Shl);
+                    self.emit(I::I32Add);
+                    let m = mem(0, 2);
+                    if k == 0 {
+                        self.emit(I::V128Load64Zero(m));
+                    } else {
+                        self.emit(I::LocalGet(reg));
+                        self.emit(I::V128Load64Lane { memarg: m, lane: 1 });
+                    }
+                    self.emit(I::LocalSet(reg));
+                }
+                *half = reg;
+            }
+            for (pick, out) in [(0u8, &mut lower), (1u8, &mut upper)] {
+                let mut lanes = [0u8; 16];
+                for (k, lane) in lanes.chunks_mut(4).enumerate() {
+                    let first = (k as u8 * 2 + pick) * 4;
+                    for (b, byte) in lane.iter_mut().enumerate() {
+                        *byte = first + b as u8;
+                    }
+                }
+                self.emit(I::LocalGet(halves[0]));
+                self.emit(I::LocalGet(halves[1]));
+                self.emit(I::I8x16Shuffle(lanes));
+                let l = self.v128_local();
+                self.emit(I::LocalSet(l));
+                out.push(l);
+            }
+        }
+        let value = |parts| VecVal {
+            parts,
+            lane_bits: 32,
+            lanes,
+        };
+        if let Some(cache) = &mut self.vector_cache {
+            cache.push((neighbour.clone(), 0, value(upper)));
+        }
+        Ok(value(lower))
+    }
+
     /// The byte address of element `base` of `buf` as a local plus a
     /// constant byte offset, for `uses` accesses at further constant
     /// offsets: the address is computed once. With a single use the address
@@ -1139,9 +1243,44 @@ impl FnBuilder<'_> {
     /// Stores a vector; dense ramps become v128 stores.
     pub(crate) fn vstore(&mut self, buffer: &str, index: &Expr, value: &Expr) -> VResult<()> {
         let outer = self.vector_cache.replace(Vec::new());
+        let outer_gathers = std::mem::replace(&mut self.statement_gathers, gathers_of(value));
         let r = self.vstore_shared(buffer, index, value);
         self.vector_cache = outer;
+        self.statement_gathers = outer_gathers;
         r
+    }
+
+    /// The gather `buffer[index + 1]` (same lanes and type as `e`) that the
+    /// current statement also reads, when `e = buffer[index]` is a gather
+    /// of 32-bit elements whose index is `v + s` for a constant `s` (or
+    /// just `v`).
+    fn gather_neighbour(&self, e: &Expr, buffer: &str, index: &Expr) -> Option<Expr> {
+        let (lanes, scalar) = split_gather_index(index);
+        let offset = match &scalar {
+            None => 0,
+            Some(s) => s.as_int()?,
+        };
+        self.statement_gathers
+            .iter()
+            .find(|g| {
+                let ExprKind::Load {
+                    buffer: other,
+                    index: other_index,
+                } = g.kind()
+                else {
+                    return false;
+                };
+                if other != buffer || g.ty() != e.ty() {
+                    return false;
+                }
+                let (other_lanes, other_scalar) = split_gather_index(other_index);
+                let other_offset = match &other_scalar {
+                    None => Some(0),
+                    Some(s) => s.as_int(),
+                };
+                other_offset == Some(offset + 1) && other_lanes == lanes
+            })
+            .cloned()
     }
 
     /// [`Self::vstore`] with the statement's cache of computed values set up.

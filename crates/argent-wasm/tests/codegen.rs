@@ -491,6 +491,53 @@ fn gather_loads_lanes_in_place_and_adds_broadcast_terms_once() {
 }
 
 #[test]
+fn neighbouring_gathers_load_pairs() {
+    // out[x..] = a[i] + a[i + 1] with i = idx[x..]: one 64-bit load per
+    // lane (four in all) and two shuffles, instead of eight 32-bit loads.
+    let i = Expr::load(Type::I32.with_lanes(4), "idx", dense(x() * 4, 4));
+    let body = for_loop(
+        "x",
+        Expr::i32(0),
+        Expr::var_i32("n"),
+        ForKind::Serial,
+        store(
+            "out",
+            dense(x() * 4, 4),
+            Expr::add(
+                Expr::load(Type::F32.with_lanes(4), "a", i.clone()),
+                Expr::load(
+                    Type::F32.with_lanes(4),
+                    "a",
+                    Expr::add(i, Expr::broadcast(Expr::i32(1), 4)),
+                ),
+            ),
+        ),
+    );
+    let module = module(
+        vec![
+            buffer("idx", Type::I32, 1, BufferRole::Input),
+            buffer("a", Type::F32, 1, BufferRole::Input),
+            buffer("out", Type::F32, 1, BufferRole::Output),
+        ],
+        vec![param("n", Type::I32)],
+        body,
+    );
+    let body = inner_loop(&wat(&module, CodegenOptions::default()));
+    let count = |op: &str| body.lines().filter(|l| l.starts_with(op)).count();
+    assert_eq!(
+        (
+            count("v128.load64_zero"),
+            count("v128.load64_lane"),
+            count("i8x16.shuffle"),
+            count("v128.load32"),
+            count("i32x4.extract_lane"),
+        ),
+        (2, 2, 2, 0, 4),
+        "{body}"
+    );
+}
+
+#[test]
 fn scalar_code_has_no_simd_and_wraps() {
     let text = wat(
         &add_u8(16),

@@ -5,7 +5,7 @@
 mod common;
 mod programs;
 
-use argent_ir::{AssertKind, BinOp, Expr, Intrinsic, Module, Type};
+use argent_ir::{AssertKind, BinOp, BufferRole, Expr, ForKind, Intrinsic, Module, Type};
 use argent_wasm::{CodegenOptions, compile};
 use common::*;
 use programs::*;
@@ -757,6 +757,74 @@ fn float_vectors_and_intrinsics() {
         vec![typed(floats, 4), typed(others, 4), typed(vec![0; n], 1)],
         vec![],
     ));
+    check_cases(&batch);
+}
+
+/// Gathers of neighbouring elements (`a[i]`, `a[i + 1]`, as trilinear
+/// interpolation reads them) are loaded as pairs and split with shuffles;
+/// the values must be those of separate gathers, for 4 and 8 lanes, with
+/// a third neighbour `a[i + 2]` and an index offset by a parameter.
+#[test]
+fn paired_gathers_match_separate_loads() {
+    let n = 32usize;
+    let m = 40usize;
+    let mut batch = Vec::new();
+    for lanes in [4u16, 8] {
+        let idx = Expr::load(
+            Type::I32.with_lanes(lanes),
+            "idx",
+            dense(x() * lanes as i64, lanes),
+        );
+        let i = Expr::var(Type::I32.with_lanes(lanes), "i");
+        let k = |c: i64| Expr::broadcast(Expr::i32(c), lanes);
+        let at = |index: Expr| Expr::load(Type::F32.with_lanes(lanes), "a", index);
+        let shifted = Expr::add(i.clone(), Expr::broadcast(Expr::var_i32("p"), lanes));
+        let value = Expr::add(
+            Expr::sub(
+                Expr::mul(at(i.clone()), Expr::broadcast(Expr::f32(0.25), lanes)),
+                Expr::add(
+                    at(Expr::add(i.clone(), k(1))),
+                    at(Expr::add(i.clone(), k(2))),
+                ),
+            ),
+            Expr::sub(at(Expr::add(shifted.clone(), k(1))), at(shifted)),
+        );
+        let body = for_loop(
+            "x",
+            Expr::i32(0),
+            Expr::i32((n / lanes as usize) as i64),
+            ForKind::Serial,
+            store(
+                "out",
+                dense(x() * lanes as i64, lanes),
+                Expr::let_in("i", idx, value),
+            ),
+        );
+        let module = module(
+            vec![
+                buffer("idx", Type::I32, 1, BufferRole::Input),
+                buffer("a", Type::F32, 1, BufferRole::Input),
+                buffer("out", Type::F32, 1, BufferRole::Output),
+            ],
+            vec![param("p", Type::I32)],
+            body,
+        );
+        let indices: Vec<u8> = (0..n)
+            .flat_map(|j| (((j * 7 + 3) % (m - 5)) as i32).to_le_bytes())
+            .collect();
+        let values: Vec<u8> = (0..m)
+            .flat_map(|j| ((j as f32) * 1.37 - 11.0).to_le_bytes())
+            .collect();
+        batch.push(case(
+            module,
+            vec![
+                typed(indices, 4),
+                typed(values, 4),
+                typed(vec![0; 4 * n], 4),
+            ],
+            vec![V::I(2)],
+        ));
+    }
     check_cases(&batch);
 }
 
