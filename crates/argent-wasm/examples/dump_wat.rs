@@ -15,6 +15,9 @@ fn main() {
     let source = std::fs::read_to_string(&path).expect("the pipeline file is readable");
     let pipeline = argent_lang::compile(&source).expect("the pipeline compiles");
     let lowered = argent_lower::lower::lower(&pipeline, &Default::default()).expect("it lowers");
+    if std::env::var("DUMP_IR").is_ok() {
+        eprintln!("{}", lowered.module.body);
+    }
     let compiled = compile(&lowered.module, &CodegenOptions::default()).expect("it compiles");
     let Some(out) = args.next() else {
         print!(

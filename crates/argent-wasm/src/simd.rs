@@ -172,6 +172,28 @@ fn split_gather_index(index: &Expr) -> (Expr, Option<Expr>) {
     (lanes, scalar)
 }
 
+/// A vector value computed earlier in the current statement.
+pub(crate) struct CachedVector {
+    expr: Expr,
+    /// The mask width for bool vectors, 0 otherwise.
+    key_bits: u8,
+    value: VecVal,
+    /// The variables `expr` mentions and the registers of their bindings
+    /// when it was computed (`None`: not recorded; the entry is dropped when
+    /// the innermost let scope around its computation ends).
+    deps: Option<Vec<(String, Option<u32>)>>,
+}
+
+/// A register that identifies a binding: bindings made within one
+/// statement never share registers.
+pub(crate) fn binding_id(b: &Binding) -> u32 {
+    match b {
+        Binding::Scalar { local, .. } => *local,
+        Binding::Vector(v) => v.parts[0],
+        Binding::Lanes { locals } => locals.first().copied().unwrap_or(u32::MAX),
+    }
+}
+
 /// The gathers of 32-bit elements (loads with an index that is neither
 /// dense nor strided) in `value`, leaving out those under a scalar select
 /// (its branches run conditionally, so their loads may not be done early).
@@ -412,6 +434,12 @@ impl FnBuilder<'_> {
         if ty.is_scalar() {
             return Err(VErr::Unsupported);
         }
+        if !ty.is_bool()
+            && !self.hoisted_vectors.is_empty()
+            && let Some(v) = self.hoisted_vector(e)
+        {
+            return Ok(v);
+        }
         let key_bits = if ty.is_bool() { mask_bits } else { 0 };
         let shareable = self.vector_cache.is_some() && worth_sharing(e);
         if shareable && let Some(v) = self.cached_vector(e, key_bits) {
@@ -436,10 +464,70 @@ impl FnBuilder<'_> {
         } else {
             v
         };
-        if shareable && let Some(cache) = &mut self.vector_cache {
-            cache.push((e.clone(), key_bits, v.clone()));
+        if shareable {
+            self.cache_vector(e, key_bits, &v);
         }
         Ok(v)
+    }
+
+    /// Records that `value` holds `e` for the rest of the statement (while
+    /// the variables `e` mentions keep their bindings).
+    fn cache_vector(&mut self, e: &Expr, key_bits: u8, value: &VecVal) {
+        if self.vector_cache.is_none() {
+            return;
+        }
+        let deps = self.binding_deps(e);
+        if let Some(cache) = &mut self.vector_cache {
+            cache.push(CachedVector {
+                expr: e.clone(),
+                key_bits,
+                value: value.clone(),
+                deps,
+            });
+        }
+    }
+
+    /// The variables of `e` with the register that identifies each one's
+    /// current binding, or `None` when `e` is too big to walk cheaply.
+    pub(crate) fn binding_deps(&self, e: &Expr) -> Option<Vec<(String, Option<u32>)>> {
+        /// Enough for the index arithmetic of a gather; bigger values stay
+        /// tied to their let scopes.
+        const MAX_NODES: usize = 48;
+        struct Vars {
+            names: Vec<String>,
+            nodes: usize,
+        }
+        impl Visitor for Vars {
+            fn visit_expr(&mut self, e: &Expr) {
+                self.nodes += 1;
+                if self.nodes > MAX_NODES {
+                    return;
+                }
+                match e.kind() {
+                    ExprKind::Var(n) if !self.names.contains(n) => self.names.push(n.clone()),
+                    // A let inside changes what its names mean; rare here.
+                    ExprKind::Let { .. } => self.nodes = MAX_NODES + 1,
+                    _ => walk_expr(self, e),
+                }
+            }
+        }
+        let mut vars = Vars {
+            names: Vec::new(),
+            nodes: 0,
+        };
+        vars.visit_expr(e);
+        if vars.nodes > MAX_NODES {
+            return None;
+        }
+        Some(
+            vars.names
+                .into_iter()
+                .map(|n| {
+                    let id = self.lookup(&n).map(binding_id);
+                    (n, id)
+                })
+                .collect(),
+        )
     }
 
     /// Computes `body` with `name` bound to `binding`.
@@ -465,7 +553,16 @@ impl FnBuilder<'_> {
         if shadows {
             self.vector_cache = outer_cache;
         } else if let Some(cache) = &mut self.vector_cache {
-            cache.truncate(cache_mark);
+            // Values whose variables are all known stay: a later let that
+            // binds `name` to the same registers (an equal value, found in
+            // the cache) makes them valid again, as in the second of two
+            // inlined copies of one function. The rest die with the scope.
+            let mut index = 0;
+            cache.retain(|c| {
+                let keep = index < cache_mark || c.deps.is_some();
+                index += 1;
+                keep
+            });
         }
         r
     }
@@ -477,8 +574,15 @@ impl FnBuilder<'_> {
         cache
             .iter()
             .rev()
-            .find(|(k, b, _)| *b == key_bits && (std::ptr::eq(k.kind(), e.kind()) || k == e))
-            .map(|(_, _, v)| v.clone())
+            .find(|c| {
+                c.key_bits == key_bits
+                    && (std::ptr::eq(c.expr.kind(), e.kind()) || c.expr == *e)
+                    && c.deps.as_ref().is_none_or(|deps| {
+                        deps.iter()
+                            .all(|(n, id)| self.lookup(n).map(binding_id) == *id)
+                    })
+            })
+            .map(|c| c.value.clone())
     }
 
     /// Changes the lane width of a mask vector.
@@ -1208,9 +1312,7 @@ impl FnBuilder<'_> {
             lane_bits: 32,
             lanes,
         };
-        if let Some(cache) = &mut self.vector_cache {
-            cache.push((neighbour.clone(), 0, value(upper)));
-        }
+        self.cache_vector(neighbour, 0, &value(upper));
         Ok(value(lower))
     }
 
@@ -1419,8 +1521,11 @@ impl FnBuilder<'_> {
                 let a = self.vexpr(&args[0], 32)?;
                 let b = self.vexpr(&args[1], 32)?;
                 let w = self.vexpr(&args[2], 32)?;
-                let one = self.splat_scalar(&Expr::f32(1.0), ty.lanes, 32)?;
-                let one_minus_w = self.map2(&one, &w, I::F32x4Sub);
+                // As an expression, so lerps with one weight share it.
+                let one_minus_w = self.vexpr(
+                    &Expr::sub(Expr::broadcast(Expr::f32(1.0), ty.lanes), args[2].clone()),
+                    32,
+                )?;
                 let a_part = self.map2(&a, &one_minus_w, I::F32x4Mul);
                 let b_part = self.map2(&b, &w, I::F32x4Mul);
                 Ok(self.map2(&a_part, &b_part, I::F32x4Add))

@@ -538,6 +538,96 @@ fn neighbouring_gathers_load_pairs() {
 }
 
 #[test]
+fn invariant_vectors_are_computed_before_the_innermost_loop() {
+    // for x { for c in 0..n { out[(x*n + c)*4 ..] = a[x*4 ..] * a[x*4 ..] + b[c*4 ..] } }:
+    // the product does not change with `c`, so the inner loop only loads
+    // `b` and adds.
+    let c = Expr::var_i32("c");
+    let ax = Expr::load(Type::F32.with_lanes(4), "a", dense(x() * 4, 4));
+    let inner = for_loop(
+        "c",
+        Expr::i32(0),
+        Expr::var_i32("n"),
+        ForKind::Serial,
+        store(
+            "out",
+            dense(
+                Expr::mul(Expr::add(x() * Expr::var_i32("n"), c.clone()), Expr::i32(4)),
+                4,
+            ),
+            Expr::add(
+                Expr::mul(ax.clone(), ax),
+                Expr::load(Type::F32.with_lanes(4), "b", dense(c * 4, 4)),
+            ),
+        ),
+    );
+    let body = for_loop(
+        "x",
+        Expr::i32(0),
+        Expr::var_i32("m"),
+        ForKind::Serial,
+        inner,
+    );
+    let module = module(
+        vec![
+            buffer("a", Type::F32, 1, BufferRole::Input),
+            buffer("b", Type::F32, 1, BufferRole::Input),
+            buffer("out", Type::F32, 1, BufferRole::Output),
+        ],
+        vec![param("n", Type::I32), param("m", Type::I32)],
+        body,
+    );
+    let text = wat(&module, CodegenOptions::default());
+    let body = inner_loop(&text);
+    let count = |op: &str| body.lines().filter(|l| l.starts_with(op)).count();
+    assert_eq!(
+        (count("f32x4.mul"), count("f32x4.add"), count("v128.load")),
+        (0, 1, 1),
+        "{body}"
+    );
+    assert_eq!(text.matches("f32x4.mul").count(), 1, "{text}");
+}
+
+#[test]
+fn consecutive_scalar_stores_share_values() {
+    // out[2x] = a[x] * 3 / 7; out[2x + 1] = a[x] * 3 / 7 + 1: one load of
+    // `a` and one division per iteration.
+    let v = Expr::div(
+        Expr::mul(Expr::load(Type::F32, "a", x()), Expr::f32(3.0)),
+        Expr::f32(7.0),
+    );
+    let body = for_loop(
+        "x",
+        Expr::i32(0),
+        Expr::var_i32("n"),
+        ForKind::Serial,
+        Stmt::Block(vec![
+            store("out", x() * 2, v.clone()),
+            store(
+                "out",
+                Expr::add(x() * 2, Expr::i32(1)),
+                Expr::add(v, Expr::f32(1.0)),
+            ),
+        ]),
+    );
+    let module = module(
+        vec![
+            buffer("a", Type::F32, 1, BufferRole::Input),
+            buffer("out", Type::F32, 1, BufferRole::Output),
+        ],
+        vec![param("n", Type::I32)],
+        body,
+    );
+    let body = inner_loop(&wat(&module, CodegenOptions::default()));
+    let count = |op: &str| body.lines().filter(|l| l.starts_with(op)).count();
+    assert_eq!(
+        (count("f32.load"), count("f32.div"), count("f32.store")),
+        (1, 1, 2),
+        "{body}"
+    );
+}
+
+#[test]
 fn scalar_code_has_no_simd_and_wraps() {
     let text = wat(
         &add_u8(16),

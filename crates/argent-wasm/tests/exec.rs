@@ -5,7 +5,7 @@
 mod common;
 mod programs;
 
-use argent_ir::{AssertKind, BinOp, BufferRole, Expr, ForKind, Intrinsic, Module, Type};
+use argent_ir::{AssertKind, BinOp, BufferRole, Expr, ForKind, Intrinsic, Module, Stmt, Type};
 use argent_wasm::{CodegenOptions, compile};
 use common::*;
 use programs::*;
@@ -758,6 +758,67 @@ fn float_vectors_and_intrinsics() {
         vec![],
     ));
     check_cases(&batch);
+}
+
+/// Consecutive scalar stores share computed values but re-read what an
+/// earlier one stored: `b[x] = a[x] + 1; b[x] = b[x] * 3 + (a[x] + 1)`, and
+/// a histogram-like update of two cells at an index computed from `a`.
+#[test]
+fn consecutive_scalar_stores_reread_what_they_store() {
+    let n = 24usize;
+    let a = || Expr::load(Type::I32, "a", x());
+    let a1 = || Expr::add(a(), Expr::i32(1));
+    let cell = || Expr::binary(BinOp::BitAnd, Expr::mul(a(), Expr::i32(5)), Expr::i32(7));
+    let h = |index: Expr| Expr::load(Type::I32, "h", index);
+    let body = for_loop(
+        "x",
+        Expr::i32(0),
+        Expr::i32(n as i64),
+        ForKind::Serial,
+        Stmt::Block(vec![
+            store("b", x(), a1()),
+            store(
+                "b",
+                x(),
+                Expr::add(
+                    Expr::mul(Expr::load(Type::I32, "b", x()), Expr::i32(3)),
+                    a1(),
+                ),
+            ),
+            store("h", cell(), Expr::add(h(cell()), Expr::i32(1))),
+            store(
+                "h",
+                Expr::add(cell(), Expr::i32(8)),
+                Expr::add(h(Expr::add(cell(), Expr::i32(8))), a()),
+            ),
+            store(
+                "h",
+                cell(),
+                Expr::add(h(cell()), h(Expr::add(cell(), Expr::i32(8)))),
+            ),
+        ]),
+    );
+    let module = module(
+        vec![
+            buffer("a", Type::I32, 1, BufferRole::Input),
+            buffer("b", Type::I32, 1, BufferRole::Output),
+            buffer("h", Type::I32, 1, BufferRole::Output),
+        ],
+        vec![],
+        body,
+    );
+    let values: Vec<u8> = (0..n)
+        .flat_map(|j| (((j * 13 + 5) % 17) as i32).to_le_bytes())
+        .collect();
+    check_cases(&[case(
+        module,
+        vec![
+            typed(values, 4),
+            typed(vec![0; 4 * n], 4),
+            typed(vec![0; 4 * 16], 4),
+        ],
+        vec![],
+    )]);
 }
 
 /// Gathers of neighbouring elements (`a[i]`, `a[i + 1]`, as trilinear
