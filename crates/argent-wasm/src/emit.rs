@@ -117,7 +117,7 @@ pub(crate) struct FnBuilder<'c> {
     /// mentions (as `vector_cache`, for scalar code: a histogram's index
     /// and its update value compute the same pixel intensity). `None`
     /// elsewhere and in conditionally run code.
-    pub(crate) scalar_cache: Option<Vec<(Expr, u32, Vec<(String, Option<u32>)>)>>,
+    pub(crate) scalar_cache: Option<Vec<ScalarCached>>,
     /// Broadcasts of loop-invariant scalars computed before the loops that
     /// use them: the scalar, the lane width, and the v128 local holding it.
     pub(crate) hoisted_splats: Vec<(Expr, u8, u32)>,
@@ -171,6 +171,10 @@ fn log2_bytes(ty: Type) -> u32 {
 
 /// Whether `e` reads memory (such operands of `select` must not be
 /// evaluated speculatively).
+/// A scalar value computed earlier in a store: the expression, its local,
+/// and the bindings of the variables it mentions when it was computed.
+pub(crate) type ScalarCached = (Expr, u32, Vec<(String, Option<u32>)>);
+
 /// Whether a scalar `e` costs enough that an equal occurrence later in the
 /// same store should read a local instead (variables and constants cost
 /// as much as the read; a select whose arms load runs them conditionally).
@@ -367,11 +371,10 @@ impl<'c> FnBuilder<'c> {
             && e.ty().is_scalar()
             && scalar_worth_sharing(e)
             && !self.hoisted_scalar(e)
+            && let Some(local) = self.scalar_in_local(e)?
         {
-            if let Some(local) = self.scalar_in_local(e)? {
-                self.emit(I::LocalGet(local));
-                return Ok(());
-            }
+            self.emit(I::LocalGet(local));
+            return Ok(());
         }
         self.expr_node(e)
     }
@@ -1368,14 +1371,13 @@ impl<'c> FnBuilder<'c> {
 
     /// A scalar store with `cache` holding values computed before it (see
     /// `scalar_cache`); returns the cache with this store's values added.
-    #[allow(clippy::type_complexity)]
     fn scalar_store(
         &mut self,
         buffer: &str,
         index: &Expr,
         value: &Expr,
-        cache: Vec<(Expr, u32, Vec<(String, Option<u32>)>)>,
-    ) -> Result<Vec<(Expr, u32, Vec<(String, Option<u32>)>)>, CodegenError> {
+        cache: Vec<ScalarCached>,
+    ) -> Result<Vec<ScalarCached>, CodegenError> {
         let buf = self.buffer(buffer)?;
         let outer = self.scalar_cache.replace(cache);
         let r = (|| {

@@ -1176,7 +1176,8 @@ impl FnBuilder<'_> {
                 // its lane. Broadcast terms of the index are added to the
                 // base address once rather than to every lane.
                 let neighbour =
-                    if elem_bits == 32 && ty.lanes % 4 == 0 && self.vector_cache.is_some() {
+                    if elem_bits == 32 && ty.lanes.is_multiple_of(4) && self.vector_cache.is_some()
+                    {
                         self.gather_neighbour(e, buffer, index)
                             .filter(|g| self.cached_vector(g, 0).is_none())
                     } else {
@@ -1797,7 +1798,7 @@ impl FnBuilder<'_> {
         };
         if !div {
             // x - q * c, exact in 16-bit lanes since q * c <= x.
-            let prod = self.with_const(&q, c as i64, I::I16x8Mul);
+            let prod = self.with_const(&q, c, I::I16x8Mul);
             q = self.map2(&wide, &prod, I::I16x8Sub);
         }
         Some(if ty.bits == 8 {
