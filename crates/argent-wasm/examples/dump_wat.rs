@@ -12,6 +12,15 @@ use std::fmt::Write as _;
 fn main() {
     let mut args = std::env::args().skip(1);
     let path = args.next().expect("usage: dump_wat PIPELINE.ag [OUT]");
+    // Any other module (a Halide baseline, say) is just printed.
+    if path.ends_with(".wasm") {
+        let bytes = std::fs::read(&path).expect("the module is readable");
+        print!(
+            "{}",
+            wasmprinter::print_bytes(&bytes).expect("valid module")
+        );
+        return;
+    }
     let source = std::fs::read_to_string(&path).expect("the pipeline file is readable");
     let pipeline = argent_lang::compile(&source).expect("the pipeline compiles");
     let lowered = argent_lower::lower::lower(&pipeline, &Default::default()).expect("it lowers");

@@ -112,6 +112,10 @@ pub(crate) struct FnBuilder<'c> {
     /// conditionally run code (see `simd.rs`, `paired_gather`): a gather
     /// whose neighbour one element up is also read loads both at once.
     pub(crate) statement_gathers: Vec<Expr>,
+    /// The values of the vector lets in scope, with the binding each got
+    /// and the bindings of the variables its value mentions, so a gather
+    /// index that is a let-bound sum can be taken apart (see `simd.rs`).
+    pub(crate) let_values: Vec<(String, u32, Expr, Vec<(String, Option<u32>)>)>,
     /// Scalar values already computed in the current scalar store, with
     /// the local holding each and the bindings of the variables it
     /// mentions (as `vector_cache`, for scalar code: a histogram's index
@@ -260,6 +264,7 @@ impl<'c> FnBuilder<'c> {
             temporaries: None,
             vector_cache: None,
             statement_gathers: Vec::new(),
+            let_values: Vec::new(),
             scalar_cache: None,
             hoisted_splats: Vec::new(),
             hoisted_vectors: Vec::new(),
@@ -1462,6 +1467,7 @@ impl<'c> FnBuilder<'c> {
         ));
         let r = self.stmt(body);
         self.scopes.pop();
+        self.advance_hoisted_addresses(addresses);
         self.hoisted_splats.truncate(hoisted);
         self.hoisted_vectors.truncate(vectors);
         self.hoisted_addresses.truncate(addresses);

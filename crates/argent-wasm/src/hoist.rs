@@ -209,11 +209,13 @@ pub(crate) struct HoistedAddress {
     /// The index expression node (without its constant offset).
     key: usize,
     buffer: String,
-    /// The local holding `base + (invariant << shift)`.
-    start: u32,
-    /// The loop variable's local, and its byte step.
-    var: u32,
-    step: i64,
+    /// The local holding the address for the current iteration: set to
+    /// `base + (invariant << shift) + var * step` before the loop and
+    /// advanced by `step` at the end of every iteration (a pointer
+    /// increment instead of a multiply and add per access).
+    pub(crate) pointer: u32,
+    /// The byte step per iteration.
+    pub(crate) step: i64,
     /// Keeps the node alive so its address stays its own.
     _node: Expr,
 }
@@ -418,12 +420,20 @@ impl FnBuilder<'_> {
                 }
                 None => buf.base,
             };
+            let step = coefficient.wrapping_shl(shift as u32);
+            self.emit(I::LocalGet(start));
+            self.emit(I::LocalGet(var_local));
+            if step != 1 {
+                self.emit(I::I32Const(step as i32));
+                self.emit(I::I32Mul);
+            }
+            self.emit(I::I32Add);
+            let pointer = self.set_new_local(ValType::I32);
             self.hoisted_addresses.push(HoistedAddress {
                 key: node_key(&index),
                 buffer,
-                start,
-                var: var_local,
-                step: coefficient.wrapping_shl(shift as u32),
+                pointer,
+                step,
                 _node: index,
             });
             hoisted += 1;
@@ -444,14 +454,24 @@ impl FnBuilder<'_> {
         else {
             return false;
         };
-        self.emit(I::LocalGet(h.start));
-        self.emit(I::LocalGet(h.var));
-        if h.step != 1 {
-            self.emit(I::I32Const(h.step as i32));
-            self.emit(I::I32Mul);
-        }
-        self.emit(I::I32Add);
+        self.emit(I::LocalGet(h.pointer));
         true
+    }
+
+    /// Advances the pointers of the addresses hoisted out of the loop
+    /// whose accesses are `hoisted_addresses[from..]` to the next
+    /// iteration.
+    pub(crate) fn advance_hoisted_addresses(&mut self, from: usize) {
+        let steps: Vec<(u32, i64)> = self.hoisted_addresses[from..]
+            .iter()
+            .map(|h| (h.pointer, h.step))
+            .collect();
+        for (pointer, step) in steps {
+            self.emit(I::LocalGet(pointer));
+            self.emit(I::I32Const(step as i32));
+            self.emit(I::I32Add);
+            self.emit(I::LocalSet(pointer));
+        }
     }
 }
 

@@ -227,15 +227,20 @@ fn gathers_of(value: &Expr) -> Vec<Expr> {
 /// the same statement should reuse its registers (variables, constants and
 /// broadcasts are as cheap to recompute as to look up).
 fn worth_sharing(e: &Expr) -> bool {
-    matches!(
-        e.kind(),
+    match e.kind() {
         ExprKind::Load { .. }
-            | ExprKind::Cast { .. }
-            | ExprKind::Binary { .. }
-            | ExprKind::Select { .. }
-            | ExprKind::Call { .. }
-            | ExprKind::Shuffle { .. }
-    )
+        | ExprKind::Cast { .. }
+        | ExprKind::Binary { .. }
+        | ExprKind::Select { .. }
+        | ExprKind::Call { .. }
+        | ExprKind::Shuffle { .. } => true,
+        // A ramp from a computed base costs the base, a splat and an add.
+        ExprKind::Ramp { base, .. } => !matches!(
+            base.kind(),
+            ExprKind::Var(_) | ExprKind::IntImm(_) | ExprKind::FloatImm(_)
+        ),
+        _ => false,
+    }
 }
 
 /// `Broadcast(IntImm c)` (or a vector constant) as `c`.
@@ -575,14 +580,139 @@ impl FnBuilder<'_> {
             .iter()
             .rev()
             .find(|c| {
-                c.key_bits == key_bits
-                    && (std::ptr::eq(c.expr.kind(), e.kind()) || c.expr == *e)
-                    && c.deps.as_ref().is_none_or(|deps| {
-                        deps.iter()
-                            .all(|(n, id)| self.lookup(n).map(binding_id) == *id)
-                    })
+                if c.key_bits != key_bits {
+                    return false;
+                }
+                match &c.deps {
+                    None => std::ptr::eq(c.expr.kind(), e.kind()) || c.expr == *e,
+                    Some(deps) => self.same_value(&c.expr, deps, e),
+                }
             })
             .map(|c| c.value.clone())
+    }
+
+    /// Whether `e` now computes what `cached` computed when its variables
+    /// had the bindings `deps`: equal trees whose variables, by whatever
+    /// name, are bound to the same registers (the second of two inlined
+    /// copies of a function names its lets differently).
+    fn same_value(&self, cached: &Expr, deps: &[(String, Option<u32>)], e: &Expr) -> bool {
+        fn eq(b: &FnBuilder<'_>, deps: &[(String, Option<u32>)], x: &Expr, y: &Expr) -> bool {
+            if x.ty() != y.ty() {
+                return false;
+            }
+            let all = |xs: &[Expr], ys: &[Expr]| {
+                xs.len() == ys.len() && xs.iter().zip(ys).all(|(x, y)| eq(b, deps, x, y))
+            };
+            match (x.kind(), y.kind()) {
+                (ExprKind::Var(nx), ExprKind::Var(ny)) => {
+                    let then = deps.iter().find(|(n, _)| n == nx).and_then(|(_, id)| *id);
+                    let now = b.lookup(ny).map(binding_id);
+                    match (then, now) {
+                        (Some(t), Some(n)) => t == n,
+                        (None, None) => nx == ny,
+                        _ => false,
+                    }
+                }
+                (ExprKind::IntImm(a), ExprKind::IntImm(c)) => a == c,
+                (ExprKind::FloatImm(a), ExprKind::FloatImm(c)) => a.to_bits() == c.to_bits(),
+                (
+                    ExprKind::Cast {
+                        value: a,
+                        saturating: sa,
+                    },
+                    ExprKind::Cast {
+                        value: c,
+                        saturating: sc,
+                    },
+                ) => sa == sc && eq(b, deps, a, c),
+                (ExprKind::Unary { op: oa, value: a }, ExprKind::Unary { op: oc, value: c }) => {
+                    oa == oc && eq(b, deps, a, c)
+                }
+                (
+                    ExprKind::Binary {
+                        op: oa,
+                        a: a1,
+                        b: a2,
+                    },
+                    ExprKind::Binary {
+                        op: oc,
+                        a: c1,
+                        b: c2,
+                    },
+                ) => oa == oc && eq(b, deps, a1, c1) && eq(b, deps, a2, c2),
+                (
+                    ExprKind::Select {
+                        cond: a1,
+                        then: a2,
+                        otherwise: a3,
+                    },
+                    ExprKind::Select {
+                        cond: c1,
+                        then: c2,
+                        otherwise: c3,
+                    },
+                ) => eq(b, deps, a1, c1) && eq(b, deps, a2, c2) && eq(b, deps, a3, c3),
+                (
+                    ExprKind::Call {
+                        target: ta,
+                        args: a,
+                    },
+                    ExprKind::Call {
+                        target: tc,
+                        args: c,
+                    },
+                ) => ta == tc && all(a, c),
+                (
+                    ExprKind::Load {
+                        buffer: ba,
+                        index: a,
+                    },
+                    ExprKind::Load {
+                        buffer: bc,
+                        index: c,
+                    },
+                ) => ba == bc && eq(b, deps, a, c),
+                (
+                    ExprKind::Ramp {
+                        base: a1,
+                        stride: a2,
+                        lanes: la,
+                    },
+                    ExprKind::Ramp {
+                        base: c1,
+                        stride: c2,
+                        lanes: lc,
+                    },
+                ) => la == lc && eq(b, deps, a1, c1) && eq(b, deps, a2, c2),
+                (
+                    ExprKind::Broadcast {
+                        value: a,
+                        lanes: la,
+                    },
+                    ExprKind::Broadcast {
+                        value: c,
+                        lanes: lc,
+                    },
+                ) => la == lc && eq(b, deps, a, c),
+                (
+                    ExprKind::Shuffle {
+                        vectors: a,
+                        indices: ia,
+                    },
+                    ExprKind::Shuffle {
+                        vectors: c,
+                        indices: ic,
+                    },
+                ) => ia == ic && all(a, c),
+                // Entries with lets inside have no recorded variables.
+                _ => false,
+            }
+        }
+        std::ptr::eq(cached.kind(), e.kind())
+            && deps
+                .iter()
+                .all(|(n, id)| self.lookup(n).map(binding_id) == *id)
+            || eq(self, deps, cached, e)
     }
 
     /// Changes the lane width of a mask vector.
@@ -970,6 +1100,19 @@ impl FnBuilder<'_> {
                 );
                 self.vexpr_in_scope(scalar_name, Binding::Scalar { local, ty }, &body, mask_bits)
             }
+            ExprKind::Let { name, value, body } if value.ty().is_vector() => {
+                let v = self.vexpr_any(value)?;
+                let recorded = self.binding_deps(value).map(|deps| {
+                    let entry = (name.clone(), v.parts[0], value.clone(), deps);
+                    self.let_values.push(entry);
+                    self.let_values.len()
+                });
+                let r = self.vexpr_in_scope(name.clone(), Binding::Vector(v), body, mask_bits);
+                if let Some(len) = recorded {
+                    self.let_values.truncate(len - 1);
+                }
+                r
+            }
             ExprKind::Let { name, value, body } => {
                 let binding = if value.ty().is_vector() {
                     Binding::Vector(self.vexpr_any(value)?)
@@ -1183,23 +1326,14 @@ impl FnBuilder<'_> {
                     } else {
                         None
                     };
-                let (lanes_index, scalar) = split_gather_index(index);
+                let (lanes_index, scalar) = split_gather_index(&self.expand_sum(index, 3));
                 let idx = self.vexpr(&lanes_index, 32)?;
                 if idx.lane_bits != 32 {
                     return Err(VErr::Unsupported);
                 }
                 let shift = bytes.trailing_zeros() as i32;
                 let base = match scalar {
-                    Some(scalar) => {
-                        self.emit(I::LocalGet(buf.base));
-                        self.expr(&scalar)?;
-                        if shift > 0 {
-                            self.emit(I::I32Const(shift));
-                            self.emit(I::I32Shl);
-                        }
-                        self.emit(I::I32Add);
-                        self.set_new_local(ValType::I32)
-                    }
+                    Some(scalar) => self.gather_base(&buf, &scalar, shift)?,
                     None => buf.base,
                 };
                 if let Some(neighbour) = neighbour {
@@ -1211,11 +1345,7 @@ impl FnBuilder<'_> {
                     let part = self.v128_local();
                     for k in 0..lanes_here {
                         self.emit(I::LocalGet(base));
-                        self.extract_lane(&idx, (j * per + k) as u16, Type::I32);
-                        if shift > 0 {
-                            self.emit(I::I32Const(shift));
-                            self.emit(I::I32Shl);
-                        }
+                        self.lane_offset(&idx, (j * per + k) as u16, shift);
                         self.emit(I::I32Add);
                         let m = mem(0, shift as u32);
                         if k == 0 {
@@ -1254,6 +1384,137 @@ impl FnBuilder<'_> {
         self.finish_load(v, buf.ty, mask_bits)
     }
 
+    /// A local holding `buf.base + (scalar << shift)`, the base address of a
+    /// gather, computed once per statement (the gathers of a grid's
+    /// corners and channels share a few bases).
+    fn gather_base(
+        &mut self,
+        buf: &crate::emit::BufBinding,
+        scalar: &Expr,
+        shift: i32,
+    ) -> VResult<u32> {
+        let key = Expr::var(Type::I32, format!("%base.{}.{shift}.{scalar}", buf.name));
+        if let Some(cache) = &self.vector_cache
+            && let Some(hit) = cache.iter().rev().find(|c| {
+                c.expr == key
+                    && c.deps.as_ref().is_some_and(|deps| {
+                        deps.iter()
+                            .all(|(n, id)| self.lookup(n).map(binding_id) == *id)
+                    })
+            })
+        {
+            return Ok(hit.value.parts[0]);
+        }
+        self.emit(I::LocalGet(buf.base));
+        self.expr(scalar)?;
+        if shift > 0 {
+            self.emit(I::I32Const(shift));
+            self.emit(I::I32Shl);
+        }
+        self.emit(I::I32Add);
+        let local = self.set_new_local(ValType::I32);
+        let deps = self.binding_deps(scalar);
+        if let Some(cache) = &mut self.vector_cache
+            && deps.is_some()
+        {
+            cache.push(CachedVector {
+                expr: key,
+                key_bits: u8::MAX,
+                value: VecVal {
+                    parts: vec![local],
+                    lane_bits: 32,
+                    lanes: 1,
+                },
+                deps,
+            });
+        }
+        Ok(local)
+    }
+
+    /// `e` with the let-bound vector variables among the terms of its sum
+    /// replaced by their values (`depth` levels deep), when those values
+    /// still mean what they meant at their lets: `g[c1]` with `c1 = (a + b)
+    /// + x4(s)` is then a gather at `a + b` from a base moved by `s`, and
+    /// shares its lanes with `g[c0]`, `c0 = a + b`.
+    fn expand_sum(&self, e: &Expr, depth: u32) -> Expr {
+        match e.kind() {
+            ExprKind::Binary {
+                op: op @ (BinOp::Add | BinOp::Sub),
+                a,
+                b,
+            } if depth > 0 => {
+                let a = self.expand_sum(a, depth);
+                let b = self.expand_sum(b, depth);
+                Expr::binary(*op, a, b)
+            }
+            ExprKind::Var(name) if depth > 0 => {
+                let Some(Binding::Vector(v)) = self.lookup(name) else {
+                    return e.clone();
+                };
+                let found = self
+                    .let_values
+                    .iter()
+                    .rev()
+                    .find(|(n, id, _, _)| n == name && *id == v.parts[0]);
+                match found {
+                    Some((_, _, value, deps))
+                        if deps
+                            .iter()
+                            .all(|(n, id)| self.lookup(n).map(binding_id) == *id) =>
+                    {
+                        self.expand_sum(value, depth - 1)
+                    }
+                    _ => e.clone(),
+                }
+            }
+            _ => e.clone(),
+        }
+    }
+
+    /// Pushes `idx[lane] << shift`, the byte offset of one gather lane. It
+    /// is kept in a local for the rest of the statement, so gathers with
+    /// the same lane indices at other bases (the channels of a grid)
+    /// extract each lane once.
+    fn lane_offset(&mut self, idx: &VecVal, lane: u16, shift: i32) {
+        let per = lanes_per_part(idx.lane_bits);
+        let register = idx.parts[(lane / per) as usize];
+        // A name no variable has: the cache entry stands for this lane.
+        let key = Expr::var(
+            Type::I32,
+            format!("%lane.{register}.{}.{shift}", lane % per),
+        );
+        if let Some(cache) = &self.vector_cache
+            && let Some(hit) = cache
+                .iter()
+                .rev()
+                .find(|c| c.deps.is_some() && c.expr == key)
+        {
+            self.emit(I::LocalGet(hit.value.parts[0]));
+            return;
+        }
+        self.extract_lane(idx, lane, Type::I32);
+        if shift > 0 {
+            self.emit(I::I32Const(shift));
+            self.emit(I::I32Shl);
+        }
+        if self.vector_cache.is_some() {
+            let local = self.local(ValType::I32);
+            self.emit(I::LocalTee(local));
+            if let Some(cache) = &mut self.vector_cache {
+                cache.push(CachedVector {
+                    expr: key,
+                    key_bits: u8::MAX,
+                    value: VecVal {
+                        parts: vec![local],
+                        lane_bits: 32,
+                        lanes: 1,
+                    },
+                    deps: Some(Vec::new()),
+                });
+            }
+        }
+    }
+
     /// Gathers the 32-bit elements at `base + 4 * idx[k]` and their
     /// neighbours one element up with one 64-bit load per lane, then splits
     /// the pairs with two shuffles per four lanes. Returns the lower
@@ -1277,9 +1538,7 @@ impl FnBuilder<'_> {
                 let reg = self.v128_local();
                 for k in 0..2u16 {
                     self.emit(I::LocalGet(base));
-                    self.extract_lane(idx, j * 4 + h as u16 * 2 + k, Type::I32);
-                    self.emit(I::I32Const(2));
-                    self.emit(I::I32Shl);
+                    self.lane_offset(idx, j * 4 + h as u16 * 2 + k, 2);
                     self.emit(I::I32Add);
                     let m = mem(0, 2);
                     if k == 0 {
