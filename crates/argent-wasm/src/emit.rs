@@ -115,7 +115,7 @@ pub(crate) struct FnBuilder<'c> {
     /// The values of the vector lets in scope, with the binding each got
     /// and the bindings of the variables its value mentions, so a gather
     /// index that is a let-bound sum can be taken apart (see `simd.rs`).
-    pub(crate) let_values: Vec<(String, u32, Expr, Vec<(String, Option<u32>)>)>,
+    pub(crate) let_values: Vec<LetValue>,
     /// Scalar values already computed in the current scalar store, with
     /// the local holding each and the bindings of the variables it
     /// mentions (as `vector_cache`, for scalar code: a histogram's index
@@ -175,6 +175,10 @@ fn log2_bytes(ty: Type) -> u32 {
 
 /// Whether `e` reads memory (such operands of `select` must not be
 /// evaluated speculatively).
+/// A vector let in scope: its name, the first register of its binding,
+/// its value, and the bindings of the variables the value mentions.
+pub(crate) type LetValue = (String, u32, Expr, Vec<(String, Option<u32>)>);
+
 /// A scalar value computed earlier in a store: the expression, its local,
 /// and the bindings of the variables it mentions when it was computed.
 pub(crate) type ScalarCached = (Expr, u32, Vec<(String, Option<u32>)>);

@@ -626,6 +626,85 @@ fn consecutive_scalar_stores_share_values() {
 }
 
 #[test]
+fn inlined_copies_with_renamed_lets_compute_once() {
+    // (let a = i * 3 in a * a + a) + (let b = i * 3 in b * b + b), i32x4:
+    // the second copy's `b` binds the registers of `a`, so `b * b + b` is
+    // recognised as `a * a + a`: two multiplies in all, not four.
+    let i = Expr::load(Type::I32.with_lanes(4), "a", dense(x() * 4, 4));
+    let copy = |name: &str| {
+        let v = Expr::var(Type::I32.with_lanes(4), name);
+        Expr::let_in(
+            name,
+            Expr::mul(i.clone(), Expr::broadcast(Expr::i32(3), 4)),
+            Expr::add(Expr::mul(v.clone(), v.clone()), v),
+        )
+    };
+    let module = module(
+        vec![
+            buffer("a", Type::I32, 1, BufferRole::Input),
+            buffer("out", Type::I32, 1, BufferRole::Output),
+        ],
+        vec![param("n", Type::I32)],
+        for_loop(
+            "x",
+            Expr::i32(0),
+            Expr::var_i32("n"),
+            ForKind::Serial,
+            store("out", dense(x() * 4, 4), Expr::add(copy("a1"), copy("b1"))),
+        ),
+    );
+    let body = inner_loop(&wat(&module, CodegenOptions::default()));
+    let count = |op: &str| body.lines().filter(|l| l.starts_with(op)).count();
+    assert_eq!((count("i32x4.mul"), count("i32x4.add")), (2, 2), "{body}");
+}
+
+#[test]
+fn gathers_at_one_index_from_several_bases_extract_each_lane_once() {
+    // out[x..] = g[c0] + g[c1] with c0 = idx[x..], c1 = idx[x..] + x4(p):
+    // the lanes of `idx` are extracted once; `c1` reads from a base moved
+    // by `p` (the let still computes `c1` itself, the one add, which the
+    // engine drops as unused).
+    let idx = Expr::load(Type::I32.with_lanes(4), "idx", dense(x() * 4, 4));
+    let var = |n: &str| Expr::var(Type::I32.with_lanes(4), n);
+    let g = |index: Expr| Expr::load(Type::F32.with_lanes(4), "g", index);
+    let value = Expr::let_in(
+        "c0",
+        idx.clone(),
+        Expr::let_in(
+            "c1",
+            Expr::add(idx, Expr::broadcast(Expr::var_i32("p"), 4)),
+            Expr::add(g(var("c0")), g(var("c1"))),
+        ),
+    );
+    let module = module(
+        vec![
+            buffer("idx", Type::I32, 1, BufferRole::Input),
+            buffer("g", Type::F32, 1, BufferRole::Input),
+            buffer("out", Type::F32, 1, BufferRole::Output),
+        ],
+        vec![param("p", Type::I32), param("n", Type::I32)],
+        for_loop(
+            "x",
+            Expr::i32(0),
+            Expr::var_i32("n"),
+            ForKind::Serial,
+            store("out", dense(x() * 4, 4), value),
+        ),
+    );
+    let body = inner_loop(&wat(&module, CodegenOptions::default()));
+    let count = |op: &str| body.lines().filter(|l| l.starts_with(op)).count();
+    assert_eq!(
+        (
+            count("i32x4.extract_lane"),
+            count("v128.load32_lane"),
+            count("i32x4.add")
+        ),
+        (4, 6, 1),
+        "{body}"
+    );
+}
+
+#[test]
 fn scalar_code_has_no_simd_and_wraps() {
     let text = wat(
         &add_u8(16),
