@@ -3,8 +3,7 @@
 // the driver (it calls `run`) and the others are helpers that join the
 // parallel loops. On shared memory the main thread writes the inputs and
 // arguments straight into the memory and reads the outputs from it, so
-// the driver gets a message of a few words ("run-in-place"), sent after
-// the helpers' "join" and the copy of the inputs; on a memory
+// the driver gets a message of a few words ("run-in-place"); on a memory
 // of its own the driver also lays out the buffers and copies the
 // (transferred) inputs in and the outputs out ("run").
 //
@@ -50,12 +49,6 @@ let taskDepth = 0;
 const CHUNK_DIVISOR = 8;
 /** How long a thread polls before it parks in `Atomics.wait` (see `waitForChange`). */
 const SPIN_MS = 0.5;
-/**
- * How long a helper polls for the first job of a run: the runtime calls
- * the helpers before it copies the inputs in (about a millisecond for a
- * 6-megapixel image) and only then starts the driver.
- */
-const JOIN_SPIN_MS = 3;
 
 function reply(message: ExecReply, transfer?: Transferable[]): void {
   port.post(message, transfer);
@@ -132,10 +125,10 @@ function work(loaded: Loaded, ctl: Int32Array): void {
  * machine (more when the core went idle), which on a loop of a few
  * milliseconds is several percent of the run. Returns the value seen last.
  */
-function waitForChange(ctl: Int32Array, index: number, value: number, spinMs = SPIN_MS): number {
+function waitForChange(ctl: Int32Array, index: number, value: number): number {
   let seen = Atomics.load(ctl, index);
   if (seen !== value) return seen;
-  const spinUntil = performance.now() + spinMs;
+  const spinUntil = performance.now() + SPIN_MS;
   for (let polls = 1; ; polls++) {
     seen = Atomics.load(ctl, index);
     if (seen !== value) return seen;
@@ -223,7 +216,7 @@ function helpLoop(loaded: Loaded): void {
       if (quit) return;
       continue;
     }
-    waitForChange(ctl, Control.generation, generation, seen === 0 ? JOIN_SPIN_MS : SPIN_MS);
+    waitForChange(ctl, Control.generation, generation);
   }
 }
 

@@ -14,8 +14,6 @@ import {
   type PlainImage,
 } from "./images.js";
 import {
-  CONTROL_OFFSET,
-  Control,
   MAX_MEMORY_BYTES,
   PAGE_BYTES,
   TRAP_STATUS,
@@ -783,36 +781,20 @@ export class Pipeline {
     // Nobody uses the memory between runs (runs are queued), so this
     // thread may write the control block, arguments and inputs.
     resetControl(memory);
-    // The helpers are called before the inputs are copied in: waking a
-    // worker takes from a tenth of a millisecond on an idle machine to
-    // several on a busy one, and this way it happens during the copy
-    // rather than while the driver runs the first parallel loop alone.
-    // They only read the control block, which stays reset (no job) until
-    // the driver publishes one.
+    writeArguments(memory, this.abi, prepared.buffers, layout, prepared.params);
+    const bytes = new Uint8Array(memory.buffer);
+    prepared.buffers.forEach((buffer, i) => {
+      if (buffer.bytes) bytes.set(buffer.bytes, layout.bases[i]);
+    });
+    const copyIn = performance.now() - t0;
+
     const runId = nextRunId++;
     const helpers = pool.size - 1;
+    const done = pool.expect(0, (r) => (r.type === "done" || r.type === "run-error") && r.runId === runId);
     const left = Array.from({ length: helpers }, (_, i) =>
       pool.expect(i + 1, (r) => r.type === "left" && r.runId === runId),
     );
     for (let i = 1; i <= helpers; i++) pool.post(i, { type: "join", runId, pipelineId: this.id });
-    try {
-      writeArguments(memory, this.abi, prepared.buffers, layout, prepared.params);
-      const bytes = new Uint8Array(memory.buffer);
-      prepared.buffers.forEach((buffer, i) => {
-        if (buffer.bytes) bytes.set(buffer.bytes, layout.bases[i]);
-      });
-    } catch (error) {
-      // No driver will run: tell the helpers, as the driver would at the end of a run.
-      const control = new Int32Array(memory.buffer, CONTROL_OFFSET, Control.words);
-      Atomics.store(control, Control.quit, 1);
-      Atomics.add(control, Control.generation, 2);
-      Atomics.notify(control, Control.generation);
-      await Promise.allSettled(left);
-      throw error;
-    }
-    const copyIn = performance.now() - t0;
-
-    const done = pool.expect(0, (r) => (r.type === "done" || r.type === "run-error") && r.runId === runId);
     pool.post(0, { type: "run-in-place", runId, pipelineId: this.id, helpers });
     const [reply, ...helperReplies] = await Promise.all([done, ...left]);
     const executed = this.checkReply(reply, helperReplies);
