@@ -107,10 +107,27 @@ pub(crate) struct FnBuilder<'c> {
     /// inside one expression, so loads may be shared too. `None` outside a
     /// store, and while code runs conditionally (a local set in one branch
     /// would be unset in the other).
-    pub(crate) vector_cache: Option<Vec<(Expr, u8, VecVal)>>,
+    pub(crate) vector_cache: Option<Vec<crate::simd::CachedVector>>,
+    /// The 32-bit gathers of the current store statement outside
+    /// conditionally run code (see `simd.rs`, `paired_gather`): a gather
+    /// whose neighbour one element up is also read loads both at once.
+    pub(crate) statement_gathers: Vec<Expr>,
+    /// The values of the vector lets in scope, with the binding each got
+    /// and the bindings of the variables its value mentions, so a gather
+    /// index that is a let-bound sum can be taken apart (see `simd.rs`).
+    pub(crate) let_values: Vec<LetValue>,
+    /// Scalar values already computed in the current scalar store, with
+    /// the local holding each and the bindings of the variables it
+    /// mentions (as `vector_cache`, for scalar code: a histogram's index
+    /// and its update value compute the same pixel intensity). `None`
+    /// elsewhere and in conditionally run code.
+    pub(crate) scalar_cache: Option<Vec<ScalarCached>>,
     /// Broadcasts of loop-invariant scalars computed before the loops that
     /// use them: the scalar, the lane width, and the v128 local holding it.
     pub(crate) hoisted_splats: Vec<(Expr, u8, u32)>,
+    /// Loop-invariant vector values computed before the innermost loop that
+    /// uses them (see `hoist.rs`), with their registers.
+    pub(crate) hoisted_vectors: Vec<(Expr, VecVal)>,
     /// Scalar expression nodes computed before the loops that use them
     /// (see `hoist.rs`), by node address: the node (kept alive so the
     /// address stays its own) and its local.
@@ -158,6 +175,51 @@ fn log2_bytes(ty: Type) -> u32 {
 
 /// Whether `e` reads memory (such operands of `select` must not be
 /// evaluated speculatively).
+/// A vector let in scope: its name, the first register of its binding,
+/// its value, and the bindings of the variables the value mentions.
+pub(crate) type LetValue = (String, u32, Expr, Vec<(String, Option<u32>)>);
+
+/// A scalar value computed earlier in a store: the expression, its local,
+/// and the bindings of the variables it mentions when it was computed.
+pub(crate) type ScalarCached = (Expr, u32, Vec<(String, Option<u32>)>);
+
+/// Whether a scalar `e` costs enough that an equal occurrence later in the
+/// same store should read a local instead (variables and constants cost
+/// as much as the read; a select whose arms load runs them conditionally).
+fn scalar_worth_sharing(e: &Expr) -> bool {
+    match e.kind() {
+        ExprKind::Load { .. }
+        | ExprKind::Cast { .. }
+        | ExprKind::Unary { .. }
+        | ExprKind::Binary { .. } => true,
+        ExprKind::Select {
+            then, otherwise, ..
+        } => !has_load(then) && !has_load(otherwise),
+        ExprKind::Call {
+            target: CallTarget::Intrinsic(i),
+            ..
+        } => *i != Intrinsic::Likely,
+        _ => false,
+    }
+}
+
+/// Whether `e` loads from `buffer`.
+fn loads_from(e: &Expr, buffer: &str) -> bool {
+    struct Finder<'a>(&'a str, bool);
+    impl Visitor for Finder<'_> {
+        fn visit_expr(&mut self, e: &Expr) {
+            match e.kind() {
+                ExprKind::Load { buffer, .. } if buffer == self.0 => self.1 = true,
+                _ if !self.1 => walk_expr(self, e),
+                _ => {}
+            }
+        }
+    }
+    let mut f = Finder(buffer, false);
+    f.visit_expr(e);
+    f.1
+}
+
 fn has_load(e: &Expr) -> bool {
     struct Finder(bool);
     impl Visitor for Finder {
@@ -205,7 +267,11 @@ impl<'c> FnBuilder<'c> {
             free: Vec::new(),
             temporaries: None,
             vector_cache: None,
+            statement_gathers: Vec::new(),
+            let_values: Vec::new(),
+            scalar_cache: None,
             hoisted_splats: Vec::new(),
+            hoisted_vectors: Vec::new(),
             hoisted_scalars: HashMap::new(),
             hoisted_addresses: Vec::new(),
         }
@@ -310,6 +376,49 @@ impl<'c> FnBuilder<'c> {
 
     /// Pushes the value of scalar expression `e`.
     pub fn expr(&mut self, e: &Expr) -> Result<(), CodegenError> {
+        if self.scalar_cache.is_some()
+            && e.ty().is_scalar()
+            && scalar_worth_sharing(e)
+            && !self.hoisted_scalar(e)
+            && let Some(local) = self.scalar_in_local(e)?
+        {
+            self.emit(I::LocalGet(local));
+            return Ok(());
+        }
+        self.expr_node(e)
+    }
+
+    /// The local holding scalar `e` in the current store, computing it
+    /// there first when it is not yet; `None` (and no code) when `e` is too
+    /// big to track its variables.
+    fn scalar_in_local(&mut self, e: &Expr) -> Result<Option<u32>, CodegenError> {
+        let hit = self.scalar_cache.as_ref().and_then(|cache| {
+            cache
+                .iter()
+                .rev()
+                .find(|(k, _, deps)| {
+                    (std::ptr::eq(k.kind(), e.kind()) || k == e)
+                        && deps
+                            .iter()
+                            .all(|(n, id)| self.lookup(n).map(crate::simd::binding_id) == *id)
+                })
+                .map(|(_, local, _)| *local)
+        });
+        if hit.is_some() {
+            return Ok(hit);
+        }
+        let Some(deps) = self.binding_deps(e) else {
+            return Ok(None);
+        };
+        self.expr_node(e)?;
+        let local = self.set_new_local(val_type(e.ty())?);
+        if let Some(cache) = &mut self.scalar_cache {
+            cache.push((e.clone(), local, deps));
+        }
+        Ok(Some(local))
+    }
+
+    fn expr_node(&mut self, e: &Expr) -> Result<(), CodegenError> {
         let ty = e.ty();
         if ty.is_vector() {
             return Err(CodegenError::NotLowered(format!(
@@ -393,12 +502,14 @@ impl<'c> FnBuilder<'c> {
                     self.emit(I::If(BlockType::Result(val_type(ty)?)));
                     // Values computed in one branch must not be reused after it.
                     let cache = self.vector_cache.take();
+                    let scalars = self.scalar_cache.take();
                     let branches = (|| {
                         self.expr(then)?;
                         self.emit(I::Else);
                         self.expr(otherwise)
                     })();
                     self.vector_cache = cache;
+                    self.scalar_cache = scalars;
                     branches?;
                     self.emit(I::End);
                 } else {
@@ -454,6 +565,17 @@ impl<'c> FnBuilder<'c> {
                 locals.push(self.set_new_local(t));
             }
             return Ok(Binding::Lanes { locals });
+        }
+        // A value already in a local binds that local, so later values
+        // computed from this name are recognised as the same too.
+        if self.scalar_cache.is_some()
+            && scalar_worth_sharing(value)
+            && let Some(local) = self.scalar_in_local(value)?
+        {
+            return Ok(Binding::Scalar {
+                local,
+                ty: value.ty(),
+            });
         }
         self.expr(value)?;
         let local = self.set_new_local(val_type(value.ty())?);
@@ -1178,7 +1300,40 @@ impl<'c> FnBuilder<'c> {
                 size,
                 body,
             } => self.allocate(buffer, *ty, size, body),
-            Stmt::Block(stmts) => stmts.iter().try_for_each(|s| self.stmt(s)),
+            Stmt::Block(stmts) => {
+                let scalar_store = |s: &Stmt| {
+                    matches!(s, Stmt::Store { index, value, .. }
+                        if index.ty().is_scalar() && value.ty().is_scalar())
+                };
+                let mut k = 0;
+                while k < stmts.len() {
+                    let run = stmts[k..].iter().take_while(|s| scalar_store(s)).count();
+                    if run < 2 {
+                        self.stmt(&stmts[k])?;
+                        k += 1;
+                        continue;
+                    }
+                    // Consecutive scalar stores (an unrolled loop's) share
+                    // their values, except loads of what they store.
+                    self.with_temporaries(|s| {
+                        let mut cache = Vec::new();
+                        for st in &stmts[k..k + run] {
+                            if let Stmt::Store {
+                                buffer,
+                                index,
+                                value,
+                            } = st
+                            {
+                                cache = s.scalar_store(buffer, index, value, cache)?;
+                                cache.retain(|(e, _, _)| !loads_from(e, buffer));
+                            }
+                        }
+                        Ok::<(), CodegenError>(())
+                    })?;
+                    k += run;
+                }
+                Ok(())
+            }
             Stmt::IfThenElse {
                 cond,
                 then,
@@ -1219,11 +1374,29 @@ impl<'c> FnBuilder<'c> {
             });
             return self.stmt(&scalar);
         }
-        let buf = self.buffer(buffer)?;
-        let offset = self.address(&buf, index)?;
-        self.expr(value)?;
-        self.store_scalar(buf.ty, offset);
+        self.scalar_store(buffer, index, value, Vec::new())?;
         Ok(())
+    }
+
+    /// A scalar store with `cache` holding values computed before it (see
+    /// `scalar_cache`); returns the cache with this store's values added.
+    fn scalar_store(
+        &mut self,
+        buffer: &str,
+        index: &Expr,
+        value: &Expr,
+        cache: Vec<ScalarCached>,
+    ) -> Result<Vec<ScalarCached>, CodegenError> {
+        let buf = self.buffer(buffer)?;
+        let outer = self.scalar_cache.replace(cache);
+        let r = (|| {
+            let offset = self.address(&buf, index)?;
+            self.expr(value)?;
+            self.store_scalar(buf.ty, offset);
+            Ok(())
+        })();
+        let cache = std::mem::replace(&mut self.scalar_cache, outer).unwrap_or_default();
+        r.map(|()| cache)
     }
 
     /// Records a check and returns its status code.
@@ -1283,8 +1456,10 @@ impl<'c> FnBuilder<'c> {
         let addresses = self.hoisted_addresses.len();
         self.hoist_addresses(var, i, &bound, body)?;
         let hoisted = self.hoisted_splats.len();
+        let vectors = self.hoisted_vectors.len();
         if self.ctx.options.simd && innermost {
             self.hoist_splats(&bound, body)?;
+            self.hoist_vectors(&bound, body)?;
         }
         self.emit(I::Loop(BlockType::Empty));
         self.scopes.push((
@@ -1296,7 +1471,9 @@ impl<'c> FnBuilder<'c> {
         ));
         let r = self.stmt(body);
         self.scopes.pop();
+        self.advance_hoisted_addresses(addresses);
         self.hoisted_splats.truncate(hoisted);
+        self.hoisted_vectors.truncate(vectors);
         self.hoisted_addresses.truncate(addresses);
         for e in &scalars {
             self.hoisted_scalars.remove(&crate::hoist::node_key(e));

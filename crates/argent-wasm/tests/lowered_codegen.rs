@@ -57,71 +57,71 @@ fn box_blur_steady_state_is_v128_without_clamps() {
     let wat = example_wat("box_blur.ag");
     expect![[r#"
         7 steady-state loops; the first:
-        local.get 426
+        local.get 422
         i32.const 8
         i32.mul
         local.get 9
         i32.add
-        local.get 422
+        local.get 418
         i32.add
-        local.get 432
+        local.get 428
         i32.add
         local.get 2
         i32.sub
         local.set 437
+        local.get 432
+        v128.load align=1
+        local.set 161
         local.get 434
-        local.get 426
-        i32.const 16
-        i32.mul
-        i32.add
-        v128.load align=1
-        local.set 360
-        local.get 435
-        local.get 426
-        i32.const 16
-        i32.mul
-        i32.add
         v128.load offset=2 align=1
-        local.set 359
-        local.get 360
-        local.get 359
+        local.set 207
+        local.get 161
+        local.get 207
         i16x8.add
-        local.set 358
+        local.set 171
         local.get 436
-        local.get 426
-        i32.const 16
-        i32.mul
-        i32.add
         v128.load align=1
-        local.set 357
-        local.get 358
-        local.get 357
+        local.set 172
+        local.get 171
+        local.get 172
         i16x8.add
-        local.set 355
-        local.get 355
-        local.get 356
+        local.set 208
+        local.get 208
+        local.get 384
         i32x4.extmul_low_i16x8_u
         i32.const 17
         i32x4.shr_u
-        local.get 355
-        local.get 356
+        local.get 208
+        local.get 384
         i32x4.extmul_high_i16x8_u
         i32.const 17
         i32x4.shr_u
         i16x8.narrow_i32x4_u
-        local.set 364
-        local.get 433
-        local.get 426
-        i32.const 16
-        i32.mul
-        i32.add
-        local.get 364
+        local.set 173
+        local.get 430
+        local.get 173
         v128.store offset=512 align=1
-        local.get 426
+        local.get 430
+        i32.const 16
+        i32.add
+        local.set 430
+        local.get 432
+        i32.const 16
+        i32.add
+        local.set 432
+        local.get 434
+        i32.const 16
+        i32.add
+        local.set 434
+        local.get 436
+        i32.const 16
+        i32.add
+        local.set 436
+        local.get 422
         i32.const 1
         i32.add
-        local.tee 426
-        local.get 427
+        local.tee 422
+        local.get 423
         i32.lt_s
         br_if 0 (;@9;)"#]]
     .assert_eq(&steady_loops(&wat));
