@@ -276,10 +276,10 @@ fn has_likely_guard(s: &Stmt) -> bool {
     struct Find(bool);
     impl Visitor for Find {
         fn visit_stmt(&mut self, s: &Stmt) {
-            if let Stmt::IfThenElse { cond, .. } = s {
-                if is_likely_call(cond).is_some() {
-                    self.0 = true;
-                }
+            if let Stmt::IfThenElse { cond, .. } = s
+                && is_likely_call(cond).is_some()
+            {
+                self.0 = true;
             }
             if !self.0 {
                 walk_stmt(self, s);
@@ -775,8 +775,12 @@ struct Steady<'a> {
     /// Conditions already solved, by context and structural hash: the
     /// same clamp recurs in every tap of a stencil, and each solution
     /// substitutes the lets, simplifies and bounds anew.
-    solved: RefCell<FastHashMap<(usize, u64), Vec<(Expr, Option<Solution>)>>>,
+    solved: RefCell<SolutionMemo>,
 }
+
+/// Solutions of conditions `d <= 0` by (context id, structural hash of
+/// `d`): each `d` with its solution, if it has one.
+type SolutionMemo = FastHashMap<(usize, u64), Vec<(Expr, Option<Solution>)>>;
 
 /// Lower bounds, upper bounds and the facts `d <= 0` they come from.
 type Solution = (Vec<Expr>, Vec<Expr>, Vec<Expr>);
