@@ -437,11 +437,11 @@ pub fn expr_uses_var(e: &Expr, name: &str) -> bool {
             if self.found {
                 return;
             }
-            if let ExprKind::Var(n) = e.kind() {
-                if n == self.name {
-                    self.found = true;
-                    return;
-                }
+            if let ExprKind::Var(n) = e.kind()
+                && n == self.name
+            {
+                self.found = true;
+                return;
             }
             walk_expr(self, e);
         }

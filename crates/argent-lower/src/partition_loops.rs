@@ -131,6 +131,10 @@ impl Partitioner {
             lower: Vec::new(),
             upper: Vec::new(),
             facts: Vec::new(),
+            context: 0,
+            outer_contexts: Vec::new(),
+            next_context: 0,
+            solved: RefCell::default(),
         };
         let steady_body = steady.mutate_stmt(body);
         if steady.lower.is_empty() && steady.upper.is_empty() {
@@ -272,10 +276,10 @@ fn has_likely_guard(s: &Stmt) -> bool {
     struct Find(bool);
     impl Visitor for Find {
         fn visit_stmt(&mut self, s: &Stmt) {
-            if let Stmt::IfThenElse { cond, .. } = s {
-                if is_likely_call(cond).is_some() {
-                    self.0 = true;
-                }
+            if let Stmt::IfThenElse { cond, .. } = s
+                && is_likely_call(cond).is_some()
+            {
+                self.0 = true;
             }
             if !self.0 {
                 walk_stmt(self, s);
@@ -369,6 +373,10 @@ impl Partitioner {
             lower: Vec::new(),
             upper: Vec::new(),
             facts: Vec::new(),
+            context: 0,
+            outer_contexts: Vec::new(),
+            next_context: 0,
+            solved: RefCell::default(),
         };
         let steady_body = steady.mutate_stmt(body);
         if steady.lower.is_empty() && steady.upper.is_empty() {
@@ -759,7 +767,20 @@ struct Steady<'a> {
     upper: Vec<Expr>,
     /// What the steady state assumes, each as `d <= 0` (lets substituted).
     facts: Vec<Expr>,
+    /// Identifies the lets and loops around the current point: a fresh id
+    /// for each one entered, the enclosing id back when it is left.
+    context: usize,
+    outer_contexts: Vec<usize>,
+    next_context: usize,
+    /// Conditions already solved, by context and structural hash: the
+    /// same clamp recurs in every tap of a stencil, and each solution
+    /// substitutes the lets, simplifies and bounds anew.
+    solved: RefCell<SolutionMemo>,
 }
+
+/// Solutions of conditions `d <= 0` by (context id, structural hash of
+/// `d`): each `d` with its solution, if it has one.
+type SolutionMemo = FastHashMap<(usize, u64), Vec<(Expr, Option<Solution>)>>;
 
 /// Lower bounds, upper bounds and the facts `d <= 0` they come from.
 type Solution = (Vec<Expr>, Vec<Expr>, Vec<Expr>);
@@ -1177,6 +1198,26 @@ impl Steady<'_> {
         if !self.depends_on_var(d) {
             return None;
         }
+        let key = (self.context, structural_hash(d));
+        if let Some((_, known)) = self
+            .solved
+            .borrow()
+            .get(&key)
+            .and_then(|known| known.iter().find(|(e, _)| e == d))
+        {
+            return known.clone();
+        }
+        let solution = self.solve_nonpositive_in_context(d);
+        self.solved
+            .borrow_mut()
+            .entry(key)
+            .or_default()
+            .push((d.clone(), solution.clone()));
+        solution
+    }
+
+    /// [`Steady::solve_nonpositive`] once memoized.
+    fn solve_nonpositive_in_context(&self, d: &Expr) -> Option<Solution> {
         let mut d = simplify(&self.substitute_lets(d)?);
         if !argent_ir::visit::expr_uses_var(&d, self.var) {
             return None;
@@ -1443,7 +1484,19 @@ impl Steady<'_> {
         }
     }
 
+    /// Entering a let or a loop: solutions found outside may not hold.
+    fn enter_context(&mut self) {
+        self.next_context += 1;
+        self.outer_contexts.push(self.context);
+        self.context = self.next_context;
+    }
+
+    fn leave_context(&mut self) {
+        self.context = self.outer_contexts.pop().unwrap_or(0);
+    }
+
     fn push_let(&mut self, name: &str, value: &Expr) {
+        self.enter_context();
         let dependent = self.depends_on_var(value);
         self.mark(name, dependent);
         self.let_dependent.push(dependent);
@@ -1451,12 +1504,14 @@ impl Steady<'_> {
     }
 
     fn pop_let(&mut self) {
+        self.leave_context();
         if let (Some((name, _)), Some(dependent)) = (self.lets.pop(), self.let_dependent.pop()) {
             self.unmark(&name, dependent);
         }
     }
 
     fn push_loop(&mut self, var: &str, min: &Expr, extent: &Expr) {
+        self.enter_context();
         let dependent = self.depends_on_var(min) || self.depends_on_var(extent);
         self.mark(var, dependent);
         self.loop_dependent.push(dependent);
@@ -1465,6 +1520,7 @@ impl Steady<'_> {
     }
 
     fn pop_loop(&mut self) {
+        self.leave_context();
         if let (Some((var, _, _)), Some(dependent)) = (self.loops.pop(), self.loop_dependent.pop())
         {
             self.unmark(&var, dependent);
