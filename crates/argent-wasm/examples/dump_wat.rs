@@ -27,7 +27,11 @@ fn main() {
     if std::env::var("DUMP_IR").is_ok() {
         eprintln!("{}", lowered.module.body);
     }
+    let start = std::time::Instant::now();
     let compiled = compile(&lowered.module, &CodegenOptions::default()).expect("it compiles");
+    if std::env::var("TIME_CODEGEN").is_ok() {
+        eprintln!("codegen {:.1} ms", start.elapsed().as_secs_f64() * 1e3);
+    }
     let Some(out) = args.next() else {
         print!(
             "{}",

@@ -116,6 +116,10 @@ pub(crate) struct FnBuilder<'c> {
     /// and the bindings of the variables its value mentions, so a gather
     /// index that is a let-bound sum can be taken apart (see `simd.rs`).
     pub(crate) let_values: Vec<LetValue>,
+    /// How many scopes were open when the current statement started: the
+    /// caches above only track variables bound inside the statement (the
+    /// others do not change while it runs).
+    pub(crate) statement_scopes: usize,
     /// Scalar values already computed in the current scalar store, with
     /// the local holding each and the bindings of the variables it
     /// mentions (as `vector_cache`, for scalar code: a histogram's index
@@ -269,6 +273,7 @@ impl<'c> FnBuilder<'c> {
             vector_cache: None,
             statement_gathers: Vec::new(),
             let_values: Vec::new(),
+            statement_scopes: 0,
             scalar_cache: None,
             hoisted_splats: Vec::new(),
             hoisted_vectors: Vec::new(),
@@ -318,6 +323,16 @@ impl<'c> FnBuilder<'c> {
         }
         f.instruction(&I::End);
         f
+    }
+
+    /// The register identifying the binding of `name` made inside the
+    /// current statement, if it has one.
+    pub(crate) fn local_binding(&self, name: &str) -> Option<u32> {
+        self.scopes[self.statement_scopes.min(self.scopes.len())..]
+            .iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .map(|(_, b)| crate::simd::binding_id(b))
     }
 
     pub fn lookup(&self, name: &str) -> Option<&Binding> {
@@ -396,12 +411,7 @@ impl<'c> FnBuilder<'c> {
             cache
                 .iter()
                 .rev()
-                .find(|(k, _, deps)| {
-                    (std::ptr::eq(k.kind(), e.kind()) || k == e)
-                        && deps
-                            .iter()
-                            .all(|(n, id)| self.lookup(n).map(crate::simd::binding_id) == *id)
-                })
+                .find(|(k, _, deps)| self.same_value(k, deps, e))
                 .map(|(_, local, _)| *local)
         });
         if hit.is_some() {
@@ -1389,12 +1399,14 @@ impl<'c> FnBuilder<'c> {
     ) -> Result<Vec<ScalarCached>, CodegenError> {
         let buf = self.buffer(buffer)?;
         let outer = self.scalar_cache.replace(cache);
+        let outer_scopes = std::mem::replace(&mut self.statement_scopes, self.scopes.len());
         let r = (|| {
             let offset = self.address(&buf, index)?;
             self.expr(value)?;
             self.store_scalar(buf.ty, offset);
             Ok(())
         })();
+        self.statement_scopes = outer_scopes;
         let cache = std::mem::replace(&mut self.scalar_cache, outer).unwrap_or_default();
         r.map(|()| cache)
     }

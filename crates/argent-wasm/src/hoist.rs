@@ -646,9 +646,11 @@ impl FnBuilder<'_> {
         for e in found {
             let outer = self.vector_cache.replace(Vec::new());
             let outer_gathers = std::mem::take(&mut self.statement_gathers);
+            let outer_scopes = std::mem::replace(&mut self.statement_scopes, self.scopes.len());
             let v = self.vexpr_any(&e);
             self.vector_cache = outer;
             self.statement_gathers = outer_gathers;
+            self.statement_scopes = outer_scopes;
             match v {
                 Ok(v) => {
                     self.hoisted_vectors.push((e, v));

@@ -527,9 +527,9 @@ impl FnBuilder<'_> {
         Some(
             vars.names
                 .into_iter()
-                .map(|n| {
-                    let id = self.lookup(&n).map(binding_id);
-                    (n, id)
+                .filter_map(|n| {
+                    let id = self.local_binding(&n)?;
+                    Some((n, Some(id)))
                 })
                 .collect(),
         )
@@ -595,7 +595,12 @@ impl FnBuilder<'_> {
     /// had the bindings `deps`: equal trees whose variables, by whatever
     /// name, are bound to the same registers (the second of two inlined
     /// copies of a function names its lets differently).
-    fn same_value(&self, cached: &Expr, deps: &[(String, Option<u32>)], e: &Expr) -> bool {
+    pub(crate) fn same_value(
+        &self,
+        cached: &Expr,
+        deps: &[(String, Option<u32>)],
+        e: &Expr,
+    ) -> bool {
         fn eq(b: &FnBuilder<'_>, deps: &[(String, Option<u32>)], x: &Expr, y: &Expr) -> bool {
             if x.ty() != y.ty() {
                 return false;
@@ -606,7 +611,7 @@ impl FnBuilder<'_> {
             match (x.kind(), y.kind()) {
                 (ExprKind::Var(nx), ExprKind::Var(ny)) => {
                     let then = deps.iter().find(|(n, _)| n == nx).and_then(|(_, id)| *id);
-                    let now = b.lookup(ny).map(binding_id);
+                    let now = b.local_binding(ny);
                     match (then, now) {
                         (Some(t), Some(n)) => t == n,
                         (None, None) => nx == ny,
@@ -708,11 +713,7 @@ impl FnBuilder<'_> {
                 _ => false,
             }
         }
-        std::ptr::eq(cached.kind(), e.kind())
-            && deps
-                .iter()
-                .all(|(n, id)| self.lookup(n).map(binding_id) == *id)
-            || eq(self, deps, cached, e)
+        eq(self, deps, cached, e)
     }
 
     /// Changes the lane width of a mask vector.
@@ -1397,10 +1398,9 @@ impl FnBuilder<'_> {
         if let Some(cache) = &self.vector_cache
             && let Some(hit) = cache.iter().rev().find(|c| {
                 c.expr == key
-                    && c.deps.as_ref().is_some_and(|deps| {
-                        deps.iter()
-                            .all(|(n, id)| self.lookup(n).map(binding_id) == *id)
-                    })
+                    && c.deps
+                        .as_ref()
+                        .is_some_and(|deps| deps.iter().all(|(n, id)| self.local_binding(n) == *id))
             })
         {
             return Ok(hit.value.parts[0]);
@@ -1458,9 +1458,7 @@ impl FnBuilder<'_> {
                     .find(|(n, id, _, _)| n == name && *id == v.parts[0]);
                 match found {
                     Some((_, _, value, deps))
-                        if deps
-                            .iter()
-                            .all(|(n, id)| self.lookup(n).map(binding_id) == *id) =>
+                        if deps.iter().all(|(n, id)| self.local_binding(n) == *id) =>
                     {
                         self.expand_sum(value, depth - 1)
                     }
@@ -1606,9 +1604,11 @@ impl FnBuilder<'_> {
     pub(crate) fn vstore(&mut self, buffer: &str, index: &Expr, value: &Expr) -> VResult<()> {
         let outer = self.vector_cache.replace(Vec::new());
         let outer_gathers = std::mem::replace(&mut self.statement_gathers, gathers_of(value));
+        let outer_scopes = std::mem::replace(&mut self.statement_scopes, self.scopes.len());
         let r = self.vstore_shared(buffer, index, value);
         self.vector_cache = outer;
         self.statement_gathers = outer_gathers;
+        self.statement_scopes = outer_scopes;
         r
     }
 
