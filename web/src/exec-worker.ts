@@ -49,14 +49,6 @@ let taskDepth = 0;
 const CHUNK_DIVISOR = 8;
 /** How long a thread polls before it parks in `Atomics.wait` (see `waitForChange`). */
 const SPIN_MS = 0.5;
-/**
- * How long a helper polls for the first job of a run. The runtime posts
- * the helpers' "join" just before the driver's "run-in-place", and on a
- * busy machine the driver's message is delivered up to about a millisecond
- * later; a helper that parked by then is woken only when the scheduler
- * next gets to it, often milliseconds into a loop that lasts a few.
- */
-const JOIN_SPIN_MS = 2;
 
 function reply(message: ExecReply, transfer?: Transferable[]): void {
   port.post(message, transfer);
@@ -133,10 +125,10 @@ function work(loaded: Loaded, ctl: Int32Array): void {
  * machine (more when the core went idle), which on a loop of a few
  * milliseconds is several percent of the run. Returns the value seen last.
  */
-function waitForChange(ctl: Int32Array, index: number, value: number, spinMs = SPIN_MS): number {
+function waitForChange(ctl: Int32Array, index: number, value: number): number {
   let seen = Atomics.load(ctl, index);
   if (seen !== value) return seen;
-  const spinUntil = performance.now() + spinMs;
+  const spinUntil = performance.now() + SPIN_MS;
   for (let polls = 1; ; polls++) {
     seen = Atomics.load(ctl, index);
     if (seen !== value) return seen;
@@ -224,7 +216,7 @@ function helpLoop(loaded: Loaded): void {
       if (quit) return;
       continue;
     }
-    waitForChange(ctl, Control.generation, generation, seen === 0 ? JOIN_SPIN_MS : SPIN_MS);
+    waitForChange(ctl, Control.generation, generation);
   }
 }
 
