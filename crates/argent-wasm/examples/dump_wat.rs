@@ -28,7 +28,13 @@ fn main() {
         eprintln!("{}", lowered.module.body);
     }
     let start = std::time::Instant::now();
-    let compiled = compile(&lowered.module, &CodegenOptions::default()).expect("it compiles");
+    // THREADS=1 generates the module the runtime uses (shared memory,
+    // `env.parallel_for`), as it does on every thread count.
+    let options = CodegenOptions {
+        threads: std::env::var("THREADS").is_ok(),
+        ..CodegenOptions::default()
+    };
+    let compiled = compile(&lowered.module, &options).expect("it compiles");
     if std::env::var("TIME_CODEGEN").is_ok() {
         eprintln!("codegen {:.1} ms", start.elapsed().as_secs_f64() * 1e3);
     }
