@@ -3,22 +3,28 @@
 // and the Halide row of bench/run.mjs: a probe, not part of the bench.
 //
 //   node --no-liftoff bench/execute_state.mjs [ROUNDS]
+//   V="runtime,worker" node --no-liftoff bench/execute_state.mjs 61
 //
-// Needs web/dist (scripts/build-web.sh) and bench/build (the Halide
-// modules). In one process, interleaved round by round, it times the same
-// computation in the cache states the different harnesses leave:
-//   - "runtime execute": `pipeline.run` (1 thread), its `timings.execute`;
-//     before it the runtime copied the input in, and after the previous
-//     run the output out (into a fresh array, as bench/run.mjs does);
-//   - "raw ... after copies": the runtime's own module (`pipeline.wasm`,
-//     threads on, shared memory) on a memory of its own, after the same
-//     copies, timed around `run` only;
-//   - "raw ... hot": the same, run again at once with nothing in between:
-//     what time_module.mjs and the Halide row measure. Input and output
-//     (24 MiB) then fit in this machine's 32 MiB L3;
-//   - the same two states for Halide's module (paper schedule).
-// The rows that share a cache state take the same time; "hot" is faster
-// only when the neighbours on the machine leave the L3 alone.
+// Needs web/dist built from the current compiler (scripts/build-web.sh;
+// a stale web/pkg generates different code) and bench/build (the Halide
+// modules). In one process, interleaved round by round (BLOCK=N: N runs
+// of each in a row), it times the same module in the states the
+// different harnesses run it in:
+//   - "runtime execute": `pipeline.run` (1 thread), its `timings.execute`,
+//     with a fresh output array per run (as bench/run.mjs does) or
+//     writing into one reused array (`into`);
+//   - "raw Argent ...": the runtime's own module (`pipeline.wasm`, threads
+//     on, shared memory) on a memory of its own laid out as the runtime
+//     does, timed around `run` only, after the runtime's copies (input
+//     in, output out) or right after a run ("hot", as time_module.mjs and
+//     the Halide row measure);
+//   - "worker ...": the same module driven from a worker thread, as the
+//     runtime's driver runs it, with the copies made by this thread (as
+//     the runtime does) or by the worker;
+//   - Halide's module (paper schedule) after the same copies and hot.
+// Measured 2026-11-22 (2 shared cores, load 2.4-4): the runtime's execute
+// equals the worker row (4.70/4.72/4.76 against 4.59/4.72/4.77 ms, 61
+// rounds); see the report of branch h-gap for the rest.
 import { openSync, readFileSync, readSync, writeSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -36,6 +42,7 @@ for (let i = 0, s = 7; i < input.length; i++) {
 const runtime = await argent.createRuntime({ threads: 1 });
 const pipeline = await runtime.compile(readFileSync(join(repo, "examples", "box_blur.ag"), "utf8"));
 const request = { inputs: { in: { data: input, width: W, height: H, channels: 1 } } };
+const reusing = { ...request, into: { blur_y: new Uint16Array(W * H) } };
 
 // Under `perf stat --control fifo:CTL,ACK -D -1` with CTL and ACK set, the
 // counters run only inside the timed calls of the measured rounds (in a
@@ -171,6 +178,7 @@ function inWorker(m) {
       return ms;
     },
     copyThere: () => call(true),
+    raw: m,
     terminate: () => worker.terminate(),
   };
 }
@@ -182,8 +190,14 @@ const afterCopies = (m) => () => {
   return ms;
 };
 const ra = rawArgent(), rh = await rawHalide(), rw = inWorker(rawArgent());
+// Every input holds the image from the start: untouched memory reads as
+// the kernel's shared zero page, which is always in cache, so a "hot" run
+// on a never-written input times compute only (2.5 ms instead of 3.5-4).
+for (const m of [ra, rh, rw.raw]) new Uint16Array(m.memory.buffer, m.inBase, W * H).set(input);
 const variants = {
   "runtime execute": async () => (await pipeline.run(request)).timings.execute,
+  // The output written into one reused array: no 12 MiB allocation per run.
+  "runtime execute, into": async () => (await pipeline.run(reusing)).timings.execute,
   "raw Argent after copies": afterCopies(ra),
   "raw Argent hot": () => ra.call(),
   "worker, copies by main": rw.copyHere,
@@ -195,7 +209,19 @@ if (process.env.V) for (const k of Object.keys(variants)) if (!process.env.V.spl
 const times = Object.fromEntries(Object.keys(variants).map((k) => [k, []]));
 for (let i = 0; i < 5; i++) for (const f of Object.values(variants)) await f();
 counting = true;
-for (let r = 0; r < ROUNDS; r++) for (const [k, f] of Object.entries(variants)) times[k].push(await f());
+// BLOCK=N runs each variant N times in a row per round (keeping the last
+// N - 2): then "hot" is a loop of runs with nothing in between, as in
+// time_module.mjs and the Halide row, whose input and output (24 MiB)
+// can stay in the 32 MiB L3; the rows "after copies" move 48 MiB per run.
+const block = Number(process.env.BLOCK ?? 1);
+for (let r = 0; r < ROUNDS; r++) {
+  for (const [k, f] of Object.entries(variants)) {
+    for (let i = 0; i < block; i++) {
+      const ms = await f();
+      if (block === 1 || i >= 2) times[k].push(ms);
+    }
+  }
+}
 for (const [k, t] of Object.entries(times)) {
   t.sort((a, b) => a - b);
   console.log(`${k.padEnd(24)} median ${t[t.length >> 1].toFixed(2)} ms  q1 ${t[t.length >> 2].toFixed(2)}  min ${t[0].toFixed(2)}  (${t.length} runs)`);
