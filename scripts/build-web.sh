@@ -7,13 +7,14 @@
 #   CARGO_TARGET_DIR   where cargo builds (default: <repo>/target)
 #   ARGENT_CARGO_DIR   directory to run cargo in (default: the repo root);
 #                      lets a developer build from a reduced workspace.
-#   ARGENT_WEB_PROFILE release (default) or dev
+#   ARGENT_WEB_PROFILE web (default: release with LTO, see the root
+#                      Cargo.toml), release or dev
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cargo_dir="${ARGENT_CARGO_DIR:-$repo}"
 target_dir="${CARGO_TARGET_DIR:-$repo/target}"
-profile="${ARGENT_WEB_PROFILE:-release}"
+profile="${ARGENT_WEB_PROFILE:-web}"
 # Must equal the `wasm-bindgen` version pinned in crates/argent-web/Cargo.toml.
 bindgen_version="0.2.130"
 
@@ -32,8 +33,8 @@ if [ "$(wasm-bindgen --version 2>/dev/null || true)" != "wasm-bindgen $bindgen_v
 fi
 
 step "building crates/argent-web for wasm32 ($profile)"
-profile_flag=(--release)
-profile_dir=release
+profile_flag=(--profile "$profile")
+profile_dir="$profile"
 if [ "$profile" = dev ]; then
   profile_flag=()
   profile_dir=debug

@@ -31,10 +31,44 @@ async function loadCompiler(): Promise<void> {
   }
 }
 
+// A small scheduled pipeline compiled once right after loading: engines
+// compile the compiler's Wasm functions lazily on first call (the first
+// compile of a session costs hundreds of milliseconds) and optimise hot
+// ones only after they have run, so a worker that warms up while the page
+// is still loading answers the user's first compile at full speed. It
+// touches the parser, every lowering pass and both code generators
+// (SIMD128 and scalar) without being large itself.
+const WARM_UP_SOURCE = `
+input u16 in(x, y)
+clamped = repeat_edge(in)
+blur_x(x, y) = (clamped(x-1, y) + clamped(x, y) + clamped(x+1, y)) / 3
+blur_y(x, y) = (blur_x(x, y-1) + blur_x(x, y) + blur_x(x, y+1)) / 3
+output blur_y
+schedule {
+  blur_y.tile(x, y, xi, yi, 64, 8).vectorize(xi, 8).parallel(y)
+  blur_x.compute_at(blur_y, x).vectorize(x, 8)
+}`;
+const WARM_UP_ROUNDS = 3;
+
+function warmUp(): void {
+  for (let round = 0; round < WARM_UP_ROUNDS; round++) {
+    for (const simd of [true, false]) {
+      try {
+        compile(WARM_UP_SOURCE, JSON.stringify({ simd, threads: 2 })).free();
+      } catch {
+        // A failing warm-up only costs speed; the user's own compile reports errors.
+      }
+    }
+  }
+}
+
 try {
   const started = performance.now();
   await loadCompiler();
   port.post({ type: "ready", version: version(), loadMs: performance.now() - started } satisfies CompilerReply);
+  // Requests that arrive meanwhile queue until the warm-up is done; the
+  // first of them would have paid the lazy compilation anyway.
+  setTimeout(warmUp, 0);
 } catch (error) {
   port.post({ type: "init-error", message: String(error) } satisfies CompilerReply);
 }

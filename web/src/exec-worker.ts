@@ -45,6 +45,10 @@ const port = await parentPort();
 const pipelines = new Map<number, Loaded>();
 /** Depth of task calls on this thread: nested parallel loops run serially. */
 let taskDepth = 0;
+/** Each claim takes at most `1 / (CHUNK_DIVISOR * participants)` of what is left (see `work`). */
+const CHUNK_DIVISOR = 8;
+/** How long a thread polls before it parks in `Atomics.wait` (see `waitForChange`). */
+const SPIN_MS = 0.5;
 
 function reply(message: ExecReply, transfer?: Transferable[]): void {
   port.post(message, transfer);
@@ -74,19 +78,21 @@ function runIteration(loaded: Loaded, task: number, closure: number, iteration: 
 
 /**
  * Claims and runs chunks of the published job until none are left. Chunks
- * are guided: each claim takes a share of what is left (half of it divided
- * among the participants), so the first chunks are large (few claims) and
- * the last ones single iterations. A thread that starts late or is
- * preempted (the cores are shared with other processes) then delays the
- * end of the loop by at most one small chunk, where fixed chunks of
- * `extent / (4 * participants)` left it holding an eighth of the loop.
+ * are guided: each claim takes a share of what is left (an eighth of it
+ * per participant, at least one iteration), so a loop of many cheap
+ * iterations needs few claims while a loop of a few dozen tiles is handed
+ * out nearly one tile at a time, as Halide's thread pool does. A thread
+ * that starts late or is preempted (the cores are shared with other
+ * processes) then delays the end of the loop by at most one small chunk:
+ * with a quarter of what was left per claim, a preempted helper could hold
+ * a quarter of the loop while the caller ran out of work.
  */
 function work(loaded: Loaded, ctl: Int32Array): void {
   const task = Atomics.load(ctl, Control.task);
   const closure = Atomics.load(ctl, Control.closure);
   const min = Atomics.load(ctl, Control.min);
   const extent = Atomics.load(ctl, Control.extent);
-  const share = 2 * Math.max(1, Atomics.load(ctl, Control.participants));
+  const share = CHUNK_DIVISOR * Math.max(1, Atomics.load(ctl, Control.participants));
   for (;;) {
     let start = Atomics.load(ctl, Control.next);
     let end = start;
@@ -110,12 +116,33 @@ function work(loaded: Loaded, ctl: Int32Array): void {
   }
 }
 
+/**
+ * Waits until word `index` of the control block no longer holds `value`:
+ * first by polling for up to `SPIN_MS`, then with `Atomics.wait`. The
+ * events waited for (a job being published, the last chunk finishing)
+ * usually come within microseconds, and waking a thread parked in
+ * `Atomics.wait` costs tens to hundreds of microseconds on a virtual
+ * machine (more when the core went idle), which on a loop of a few
+ * milliseconds is several percent of the run. Returns the value seen last.
+ */
+function waitForChange(ctl: Int32Array, index: number, value: number): number {
+  let seen = Atomics.load(ctl, index);
+  if (seen !== value) return seen;
+  const spinUntil = performance.now() + SPIN_MS;
+  for (let polls = 1; ; polls++) {
+    seen = Atomics.load(ctl, index);
+    if (seen !== value) return seen;
+    // Reading the clock costs more than a poll: look at it now and then.
+    if ((polls & 255) === 0 && performance.now() > spinUntil) break;
+  }
+  Atomics.wait(ctl, index, value);
+  return Atomics.load(ctl, index);
+}
+
 /** Waits until no helper is reading the job; the caller holds an odd generation. */
 function waitForIdleHelpers(ctl: Int32Array): void {
-  for (;;) {
-    const active = Atomics.load(ctl, Control.active);
-    if (active === 0) return;
-    Atomics.wait(ctl, Control.active, active);
+  for (let active = Atomics.load(ctl, Control.active); active !== 0; ) {
+    active = waitForChange(ctl, Control.active, active);
   }
 }
 
@@ -144,30 +171,35 @@ function parallelFor(loaded: Loaded, task: number, closure: number, min: number,
   Atomics.add(ctl, Control.generation, 1);
   Atomics.notify(ctl, Control.generation);
   work(loaded, ctl);
-  for (;;) {
-    const done = Atomics.load(ctl, Control.done);
-    if (done >= extent) break;
-    Atomics.wait(ctl, Control.done, done);
+  for (let done = Atomics.load(ctl, Control.done); done < extent; ) {
+    done = waitForChange(ctl, Control.done, done);
   }
   return Atomics.load(ctl, Control.status);
 }
 
-/** Tells the helpers the run is over. */
+/**
+ * Tells the helpers the run is over. Nothing of the last job is rewritten
+ * (a helper still leaving it only finds its counter exhausted), so the
+ * driver need not wait for the helpers: it sets `quit` and publishes a new
+ * generation, and each helper leaves when it next looks.
+ */
 function releaseHelpers(loaded: Loaded): void {
   if (loaded.helpers === 0) return;
   const ctl = control(loaded);
-  Atomics.add(ctl, Control.generation, 1);
-  waitForIdleHelpers(ctl);
   Atomics.store(ctl, Control.quit, 1);
-  Atomics.store(ctl, Control.extent, 0);
-  Atomics.add(ctl, Control.generation, 1);
+  Atomics.add(ctl, Control.generation, 2);
   Atomics.notify(ctl, Control.generation);
 }
 
-/** A helper's loop: join every published job until the driver says quit. */
+/**
+ * A helper's loop: join every published job until the driver says quit.
+ * Generation 0 (the control block as the runtime reset it before the
+ * run) is no job, so the helper does not register for it, which would
+ * only make the driver's first `parallel_for` wait for it to leave.
+ */
 function helpLoop(loaded: Loaded): void {
   const ctl = control(loaded);
-  let seen = -1;
+  let seen = 0;
   for (;;) {
     const generation = Atomics.load(ctl, Control.generation);
     if (generation !== seen && (generation & 1) === 0) {
@@ -184,7 +216,7 @@ function helpLoop(loaded: Loaded): void {
       if (quit) return;
       continue;
     }
-    Atomics.wait(ctl, Control.generation, generation);
+    waitForChange(ctl, Control.generation, generation);
   }
 }
 

@@ -233,14 +233,14 @@ pub fn expr_cmp(a: &Expr, b: &Expr) -> Ordering {
     }
 }
 
-struct SubstituteMany<'a> {
-    map: &'a HashMap<String, Expr>,
+struct SubstituteMany<'a, S> {
+    map: &'a HashMap<String, Expr, S>,
     /// Names currently rebound by an inner `Let`/`LetStmt`/`For`, which
     /// hide the outer binding being replaced.
     shadowed: Vec<String>,
 }
 
-impl SubstituteMany<'_> {
+impl<S: std::hash::BuildHasher> SubstituteMany<'_, S> {
     fn is_replaced(&self, name: &str) -> Option<&Expr> {
         if self.shadowed.iter().any(|s| s == name) {
             return None;
@@ -249,7 +249,7 @@ impl SubstituteMany<'_> {
     }
 }
 
-impl Mutator for SubstituteMany<'_> {
+impl<S: std::hash::BuildHasher> Mutator for SubstituteMany<'_, S> {
     fn mutate_expr(&mut self, e: &Expr) -> Expr {
         match e.kind() {
             ExprKind::Var(n) => match self.is_replaced(n) {
@@ -309,7 +309,10 @@ impl Mutator for SubstituteMany<'_> {
 /// Replace free occurrences of several variables at once (respecting
 /// shadowing by inner `Let`s). The replacements are not themselves
 /// searched for further substitutions.
-pub fn substitute_many(e: &Expr, map: &HashMap<String, Expr>) -> Expr {
+pub fn substitute_many<S: std::hash::BuildHasher>(
+    e: &Expr,
+    map: &HashMap<String, Expr, S>,
+) -> Expr {
     if map.is_empty() {
         return e.clone();
     }
@@ -322,7 +325,10 @@ pub fn substitute_many(e: &Expr, map: &HashMap<String, Expr>) -> Expr {
 
 /// [`substitute_many`] on a statement (respecting shadowing by `LetStmt`
 /// and `For`).
-pub fn substitute_many_stmt(s: &Stmt, map: &HashMap<String, Expr>) -> Stmt {
+pub fn substitute_many_stmt<S: std::hash::BuildHasher>(
+    s: &Stmt,
+    map: &HashMap<String, Expr, S>,
+) -> Stmt {
     if map.is_empty() {
         return s.clone();
     }

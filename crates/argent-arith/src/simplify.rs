@@ -30,7 +30,6 @@ use argent_ir::visit::{Visitor, expr_uses_var, substitute, walk_expr, walk_stmt}
 use argent_ir::{BinOp, CallTarget, Expr, ExprKind, Intrinsic, Stmt, Type, UnaryOp};
 use std::cell::RefCell;
 use std::cmp::Ordering;
-use std::collections::HashSet;
 
 /// Simplify an expression. The result has the same value for every
 /// assignment of its free variables (assuming, like Halide, that `i32`
@@ -1859,10 +1858,10 @@ fn count_uses(e: &Expr, name: &str) -> usize {
 
 /// Which of `names` a statement mentions; the walk stops as soon as it
 /// has found them all (usually early: lets are used near their binding).
-fn names_used_in(s: &Stmt, names: &[&str]) -> HashSet<String> {
+fn names_used_in(s: &Stmt, names: &[&str]) -> crate::fast_hash::FastHashSet<String> {
     struct Names<'a> {
         wanted: &'a [&'a str],
-        found: HashSet<String>,
+        found: crate::fast_hash::FastHashSet<String>,
     }
     impl Visitor for Names<'_> {
         fn visit_expr(&mut self, e: &Expr) {
@@ -1888,7 +1887,7 @@ fn names_used_in(s: &Stmt, names: &[&str]) -> HashSet<String> {
     wanted.dedup();
     let mut n = Names {
         wanted: &wanted,
-        found: HashSet::new(),
+        found: Default::default(),
     };
     n.visit_stmt(s);
     n.found

@@ -302,6 +302,85 @@ pub fn mutate_stmt_children<M: Mutator + ?Sized>(m: &mut M, s: &Stmt) -> Stmt {
     }
 }
 
+/// A [`Mutator`] that keeps track of the names bound around the code it
+/// rewrites (a pass's own scope: known values of `let`s, ranges of loops,
+/// names that hide others). [`mutate_expr_scoped`] and
+/// [`mutate_stmt_scoped`] rewrite a `Let`, `LetStmt` or `For` by
+/// mutating its value or bounds, calling `enter_*` with the results,
+/// mutating the body, and calling `exit_*`; the pass's `mutate_expr` and
+/// `mutate_stmt` call them for the nodes they do not rewrite themselves.
+///
+/// ```text
+/// let t = a + 1 in t * 2    enter_let("t", <a + 1 mutated>), mutate `t * 2`, exit_let("t")
+/// for (x, 0, w) { ... }     enter_loop("x", 0, w), mutate the body, exit_loop("x")
+/// ```
+pub trait ScopedMutator: Mutator {
+    /// `name` is bound to `value` (already mutated) in the body about to
+    /// be mutated.
+    fn enter_let(&mut self, _name: &str, _value: &Expr) {}
+    /// The body of the innermost `let` of `name` is done.
+    fn exit_let(&mut self, _name: &str) {}
+    /// The body of loop `var` over `[min, min + extent)` (both already
+    /// mutated) is about to be mutated.
+    fn enter_loop(&mut self, _var: &str, _min: &Expr, _extent: &Expr) {}
+    /// The body of the innermost loop of `var` is done.
+    fn exit_loop(&mut self, _var: &str) {}
+}
+
+/// Rewrites a `Let` with the scope hooks of [`ScopedMutator`]; other
+/// expressions as [`mutate_expr_children`] does.
+pub fn mutate_expr_scoped<M: ScopedMutator + ?Sized>(m: &mut M, e: &Expr) -> Expr {
+    let ExprKind::Let { name, value, body } = e.kind() else {
+        return mutate_expr_children(m, e);
+    };
+    let v = m.mutate_expr(value);
+    m.enter_let(name, &v);
+    let b = m.mutate_expr(body);
+    m.exit_let(name);
+    if v.same_as(value) && b.same_as(body) {
+        return e.clone();
+    }
+    Expr::let_in(name.clone(), v, b)
+}
+
+/// Rewrites a `LetStmt` or a `For` with the scope hooks of
+/// [`ScopedMutator`]; other statements as [`mutate_stmt_children`] does.
+pub fn mutate_stmt_scoped<M: ScopedMutator + ?Sized>(m: &mut M, s: &Stmt) -> Stmt {
+    match s {
+        Stmt::LetStmt { name, value, body } => {
+            let value = m.mutate_expr(value);
+            m.enter_let(name, &value);
+            let body = Box::new(m.mutate_stmt(body));
+            m.exit_let(name);
+            Stmt::LetStmt {
+                name: name.clone(),
+                value,
+                body,
+            }
+        }
+        Stmt::For {
+            var,
+            min,
+            extent,
+            kind,
+            body,
+        } => {
+            let (min, extent) = (m.mutate_expr(min), m.mutate_expr(extent));
+            m.enter_loop(var, &min, &extent);
+            let body = Box::new(m.mutate_stmt(body));
+            m.exit_loop(var);
+            Stmt::For {
+                var: var.clone(),
+                min,
+                extent,
+                kind: *kind,
+                body,
+            }
+        }
+        _ => mutate_stmt_children(m, s),
+    }
+}
+
 /// Replace free occurrences of variables by expressions (respecting
 /// shadowing by `Let`/`LetStmt`/`For`).
 pub fn substitute(e: &Expr, name: &str, replacement: &Expr) -> Expr {
@@ -358,11 +437,11 @@ pub fn expr_uses_var(e: &Expr, name: &str) -> bool {
             if self.found {
                 return;
             }
-            if let ExprKind::Var(n) = e.kind() {
-                if n == self.name {
-                    self.found = true;
-                    return;
-                }
+            if let ExprKind::Var(n) = e.kind()
+                && n == self.name
+            {
+                self.found = true;
+                return;
             }
             walk_expr(self, e);
         }

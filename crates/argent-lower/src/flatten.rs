@@ -17,17 +17,17 @@
 //!                                            in[(((x - in.min.0) * in.stride.0) + ((y - in.min.1) * in.stride.1))]
 //! ```
 
+use argent_arith::fast_hash::FastHashMap;
 use argent_arith::simplify;
 use argent_ir::visit::{Mutator, mutate_expr_children, mutate_stmt_children};
 use argent_ir::{BufferArg, CallTarget, Expr, ExprKind, Stmt, Type, buffer_field};
-use std::collections::HashMap;
 
 /// Flatten every `Realize`, `Provide` and func/input call in `s`.
 /// `module_buffers` are the module's inputs and outputs: their accesses use
 /// the buffer-field variables the caller binds.
 pub fn flatten(s: &Stmt, module_buffers: &[BufferArg]) -> Stmt {
     let mut f = Flattener {
-        layouts: HashMap::new(),
+        layouts: FastHashMap::default(),
     };
     for b in module_buffers {
         f.layouts.entry(b.name.clone()).or_default().push(Layout {
@@ -48,7 +48,7 @@ struct Layout {
 
 struct Flattener {
     /// Buffers visible at this point, innermost realization last.
-    layouts: HashMap<String, Vec<Layout>>,
+    layouts: FastHashMap<String, Vec<Layout>>,
 }
 
 impl Flattener {

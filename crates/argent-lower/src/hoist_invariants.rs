@@ -25,9 +25,11 @@
 //!                                             }
 //! ```
 
-use argent_ir::visit::{Mutator, Visitor, mutate_stmt_children, walk_expr, walk_stmt};
+use argent_arith::fast_hash::{FastHashMap, FastHashSet};
+use argent_ir::visit::{
+    Mutator, ScopedMutator, Visitor, mutate_stmt_children, mutate_stmt_scoped, walk_expr, walk_stmt,
+};
 use argent_ir::{BinOp, Expr, ExprKind, ForKind, Stmt, UnaryOp};
-use std::collections::{HashMap, HashSet};
 
 /// Move the loop-invariant scalar arithmetic of every serial loop of `s`
 /// to just before that loop.
@@ -62,7 +64,8 @@ impl Mutator for Hoister {
         let mut rewrite = Rewrite {
             loop_var: var,
             variant: &bound.names,
-            renamed: HashMap::new(),
+            renamed: FastHashMap::default(),
+            hidden: Vec::new(),
             hoisted: Vec::new(),
             next_name: &mut self.next_name,
         };
@@ -89,7 +92,7 @@ impl Mutator for Hoister {
 /// Every name bound inside a statement: loop variables and `let`s.
 #[derive(Default)]
 struct BoundNames {
-    names: HashSet<String>,
+    names: FastHashSet<String>,
 }
 
 impl Visitor for BoundNames {
@@ -118,9 +121,12 @@ impl Visitor for BoundNames {
 struct Rewrite<'a> {
     loop_var: &'a str,
     /// Names bound inside the loop (and its variable): what varies.
-    variant: &'a HashSet<String>,
+    variant: &'a FastHashSet<String>,
     /// `let`s of the body whose value moved out, by their new names.
-    renamed: HashMap<String, Expr>,
+    renamed: FastHashMap<String, Expr>,
+    /// For each name bound around the current point inside the loop, the
+    /// renamed `let` of the same name it hides, if any.
+    hidden: Vec<Option<Expr>>,
     /// The values moved out, in order of first use.
     hoisted: Vec<(String, Expr)>,
     next_name: &'a mut usize,
@@ -165,6 +171,18 @@ impl Rewrite<'_> {
         if let Some(v) = saved {
             self.renamed.insert(name.to_string(), v);
         }
+    }
+
+    /// A name bound inside the loop: [`Rewrite::shadow`] until
+    /// [`Rewrite::unhide`] at the end of its scope.
+    fn hide(&mut self, name: &str) {
+        let hidden = self.shadow(name);
+        self.hidden.push(hidden);
+    }
+
+    fn unhide(&mut self, name: &str) {
+        let hidden = self.hidden.pop().flatten();
+        self.unshadow(name, hidden);
     }
 
     /// The rewritten expression and whether it is invariant (in which case
@@ -325,74 +343,15 @@ impl Rewrite<'_> {
                     return result;
                 }
                 let v = self.finish((v, iv));
-                let saved = self.shadow(name);
+                self.hide(name);
                 let b = self.stmt(body);
-                self.unshadow(name, saved);
+                self.unhide(name);
                 Stmt::LetStmt {
                     name: name.clone(),
                     value: v,
                     body: Box::new(b),
                 }
             }
-            Stmt::For {
-                var,
-                min,
-                extent,
-                kind,
-                body,
-            } => {
-                let (m, x) = (self.value(min), self.value(extent));
-                let saved = self.shadow(var);
-                let b = self.stmt(body);
-                self.unshadow(var, saved);
-                Stmt::For {
-                    var: var.clone(),
-                    min: m,
-                    extent: x,
-                    kind: *kind,
-                    body: Box::new(b),
-                }
-            }
-            Stmt::Store {
-                buffer,
-                index,
-                value,
-            } => Stmt::Store {
-                buffer: buffer.clone(),
-                index: self.value(index),
-                value: self.value(value),
-            },
-            Stmt::Allocate {
-                buffer,
-                ty,
-                size,
-                body,
-            } => Stmt::Allocate {
-                buffer: buffer.clone(),
-                ty: *ty,
-                size: self.value(size),
-                body: Box::new(self.stmt(body)),
-            },
-            Stmt::Block(stmts) => Stmt::Block(stmts.iter().map(|s| self.stmt(s)).collect()),
-            Stmt::IfThenElse {
-                cond,
-                then,
-                otherwise,
-            } => Stmt::IfThenElse {
-                cond: self.value(cond),
-                then: Box::new(self.stmt(then)),
-                otherwise: otherwise.as_ref().map(|o| Box::new(self.stmt(o))),
-            },
-            Stmt::ProducerConsumer {
-                func,
-                producing,
-                body,
-            } => Stmt::ProducerConsumer {
-                func: func.clone(),
-                producing: *producing,
-                body: Box::new(self.stmt(body)),
-            },
-            Stmt::Evaluate(e) => Stmt::Evaluate(self.value(e)),
             // Asserts report their arguments: nothing moves out of them,
             // but they follow the renamed `let`s.
             Stmt::Assert { cond, kind, args } => Stmt::Assert {
@@ -407,7 +366,38 @@ impl Rewrite<'_> {
             Stmt::Provide { .. } | Stmt::Realize { .. } => {
                 argent_arith::substitute_many_stmt(s, &self.renamed)
             }
+            _ => mutate_stmt_scoped(self, s),
         }
+    }
+}
+
+impl Mutator for Rewrite<'_> {
+    fn mutate_expr(&mut self, e: &Expr) -> Expr {
+        self.value(e)
+    }
+
+    fn mutate_stmt(&mut self, s: &Stmt) -> Stmt {
+        self.stmt(s)
+    }
+}
+
+/// A name bound inside the loop hides a renamed `let` of the same name
+/// until its scope ends.
+impl ScopedMutator for Rewrite<'_> {
+    fn enter_let(&mut self, name: &str, _: &Expr) {
+        self.hide(name);
+    }
+
+    fn exit_let(&mut self, name: &str) {
+        self.unhide(name);
+    }
+
+    fn enter_loop(&mut self, var: &str, _: &Expr, _: &Expr) {
+        self.hide(var);
+    }
+
+    fn exit_loop(&mut self, var: &str) {
+        self.unhide(var);
     }
 }
 

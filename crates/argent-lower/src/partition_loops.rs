@@ -30,16 +30,16 @@
 //!                                           for (x, x.steady.end, w - x.steady.end) { <original body> }
 //! ```
 
-use argent_arith::fast_hash::{FastHashMap, FastHasher};
+use argent_arith::fast_hash::{FastHashMap, FastHashSet, FastHasher};
 use argent_arith::interval::{Interval, Scope, bounds_of_expr_in_scope};
 use argent_arith::{const_int, simplify, vars_of};
 use argent_ir::visit::{
-    Mutator, Visitor, expr_uses_var, mutate_expr_children, mutate_stmt_children, substitute,
-    walk_expr, walk_stmt,
+    Mutator, ScopedMutator, Visitor, expr_uses_var, mutate_expr_children, mutate_expr_scoped,
+    mutate_stmt_children, mutate_stmt_scoped, substitute, walk_expr, walk_stmt,
 };
 use argent_ir::{BinOp, CallTarget, Expr, ExprKind, ForKind, Intrinsic, Stmt, Type, UnaryOp};
 use std::cell::RefCell;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::rc::Rc;
 
@@ -123,7 +123,7 @@ impl Partitioner {
             recording_only: false,
             steady_lets: Vec::new(),
             steady_in_scope: Vec::new(),
-            dependent: HashMap::new(),
+            dependent: FastHashMap::default(),
             let_dependent: Vec::new(),
             loop_dependent: Vec::new(),
             lets: Vec::new(),
@@ -131,6 +131,10 @@ impl Partitioner {
             lower: Vec::new(),
             upper: Vec::new(),
             facts: Vec::new(),
+            context: 0,
+            outer_contexts: Vec::new(),
+            next_context: 0,
+            solved: RefCell::default(),
         };
         let steady_body = steady.mutate_stmt(body);
         if steady.lower.is_empty() && steady.upper.is_empty() {
@@ -272,10 +276,10 @@ fn has_likely_guard(s: &Stmt) -> bool {
     struct Find(bool);
     impl Visitor for Find {
         fn visit_stmt(&mut self, s: &Stmt) {
-            if let Stmt::IfThenElse { cond, .. } = s {
-                if is_likely_call(cond).is_some() {
-                    self.0 = true;
-                }
+            if let Stmt::IfThenElse { cond, .. } = s
+                && is_likely_call(cond).is_some()
+            {
+                self.0 = true;
             }
             if !self.0 {
                 walk_stmt(self, s);
@@ -361,7 +365,7 @@ impl Partitioner {
             recording_only: false,
             steady_lets: Vec::new(),
             steady_in_scope: Vec::new(),
-            dependent: HashMap::new(),
+            dependent: FastHashMap::default(),
             let_dependent: Vec::new(),
             loop_dependent: Vec::new(),
             lets: Vec::new(),
@@ -369,6 +373,10 @@ impl Partitioner {
             lower: Vec::new(),
             upper: Vec::new(),
             facts: Vec::new(),
+            context: 0,
+            outer_contexts: Vec::new(),
+            next_context: 0,
+            solved: RefCell::default(),
         };
         let steady_body = steady.mutate_stmt(body);
         if steady.lower.is_empty() && steady.upper.is_empty() {
@@ -578,8 +586,8 @@ fn node_count(e: &Expr) -> usize {
 }
 
 /// Every name a statement binds (lets and loop variables).
-fn names_bound_in(s: &Stmt) -> HashSet<String> {
-    struct Names(HashSet<String>);
+fn names_bound_in(s: &Stmt) -> FastHashSet<String> {
+    struct Names(FastHashSet<String>);
     impl Visitor for Names {
         fn visit_expr(&mut self, e: &Expr) {
             if let ExprKind::Let { name, .. } = e.kind() {
@@ -597,7 +605,7 @@ fn names_bound_in(s: &Stmt) -> HashSet<String> {
             walk_stmt(self, s);
         }
     }
-    let mut n = Names(HashSet::new());
+    let mut n = Names(FastHashSet::default());
     n.visit_stmt(s);
     n.0
 }
@@ -721,7 +729,7 @@ fn split_conjunction(e: &Expr, out: &mut Vec<Expr>) {
 struct Steady<'a> {
     var: &'a str,
     /// Names bound inside the loop body: a bound mentioning one is useless.
-    inner_names: HashSet<String>,
+    inner_names: FastHashSet<String>,
     /// Only choices inside inner loops count (the loop has inner loops).
     /// A choice evaluated once per iteration of an outer loop (the bounds
     /// of a sliding window's producer loops, the guard of a row) costs
@@ -746,7 +754,7 @@ struct Steady<'a> {
     /// condition mentioning none of them and not the variable itself
     /// cannot bound the steady state, and is dismissed without
     /// substituting and simplifying it.
-    dependent: HashMap<String, usize>,
+    dependent: FastHashMap<String, usize>,
     /// For each entry of `lets` and of `loops`, whether it is dependent.
     let_dependent: Vec<bool>,
     loop_dependent: Vec<bool>,
@@ -759,7 +767,20 @@ struct Steady<'a> {
     upper: Vec<Expr>,
     /// What the steady state assumes, each as `d <= 0` (lets substituted).
     facts: Vec<Expr>,
+    /// Identifies the lets and loops around the current point: a fresh id
+    /// for each one entered, the enclosing id back when it is left.
+    context: usize,
+    outer_contexts: Vec<usize>,
+    next_context: usize,
+    /// Conditions already solved, by context and structural hash: the
+    /// same clamp recurs in every tap of a stencil, and each solution
+    /// substitutes the lets, simplifies and bounds anew.
+    solved: RefCell<SolutionMemo>,
 }
+
+/// Solutions of conditions `d <= 0` by (context id, structural hash of
+/// `d`): each `d` with its solution, if it has one.
+type SolutionMemo = FastHashMap<(usize, u64), Vec<(Expr, Option<Solution>)>>;
 
 /// Lower bounds, upper bounds and the facts `d <= 0` they come from.
 type Solution = (Vec<Expr>, Vec<Expr>, Vec<Expr>);
@@ -776,7 +797,7 @@ struct Prover<'a> {
     scope: Scope,
     /// The names `scope` binds, with how many times each is bound (a
     /// quick test of whether an expression depends on a loop).
-    loop_names: HashMap<String, usize>,
+    loop_names: FastHashMap<String, usize>,
     /// How many of `lets` mention a loop variable, and for each let
     /// whether it does: computed once when the let is entered rather
     /// than for every `min`/`max` inside it.
@@ -891,7 +912,7 @@ fn hash_interval(interval: &Interval, h: &mut FastHasher) {
 impl<'a> Prover<'a> {
     fn new(facts: &'a [Expr], scope: Scope, memo: &'a RefCell<ProofMemo>) -> Prover<'a> {
         let scope_id = memo.borrow_mut().root_id(facts, &scope);
-        let mut loop_names = HashMap::new();
+        let mut loop_names = FastHashMap::default();
         for (name, _) in scope.iter() {
             *loop_names.entry(name.to_string()).or_insert(0) += 1;
         }
@@ -917,7 +938,7 @@ impl<'a> Prover<'a> {
 
     /// Whether `e` mentions a variable of the loops in scope.
     fn mentions_loop(&self, e: &Expr) -> bool {
-        struct Find<'n>(&'n HashMap<String, usize>, bool);
+        struct Find<'n>(&'n FastHashMap<String, usize>, bool);
         impl Visitor for Find<'_> {
             fn visit_expr(&mut self, e: &Expr) {
                 if self.1 {
@@ -1048,16 +1069,10 @@ impl Mutator for Prover<'_> {
         if self.versioned.is_some() && !self.in_version {
             return e.clone();
         }
-        let e = match e.kind() {
-            ExprKind::Let { name, value, body } => {
-                let v = self.mutate_expr(value);
-                self.push_let(name, &v);
-                let b = self.mutate_expr(body);
-                self.pop_let();
-                return Expr::let_in(name.clone(), v, b);
-            }
-            _ => mutate_expr_children(self, e),
-        };
+        if let ExprKind::Let { .. } = e.kind() {
+            return mutate_expr_scoped(self, e);
+        }
+        let e = mutate_expr_children(self, e);
         match e.kind() {
             ExprKind::Binary {
                 op: op @ (BinOp::Min | BinOp::Max),
@@ -1099,48 +1114,29 @@ impl Mutator for Prover<'_> {
                 otherwise: otherwise.clone(),
             };
         }
-        match s {
-            Stmt::LetStmt { name, value, body } => {
-                let v = self.mutate_expr(value);
-                self.push_let(name, &v);
-                let b = self.mutate_stmt(body);
-                self.pop_let();
-                Stmt::LetStmt {
-                    name: name.clone(),
-                    value: v,
-                    body: Box::new(b),
-                }
-            }
-            Stmt::For {
-                var,
-                min,
-                extent,
-                kind,
-                body,
-            } => {
-                let last = simplify(&Expr::sub(
-                    Expr::add(min.clone(), extent.clone()),
-                    Expr::i32(1),
-                ));
-                self.push_loop(
-                    var,
-                    Interval {
-                        min: Some(min.clone()),
-                        max: Some(last),
-                    },
-                );
-                let b = self.mutate_stmt(body);
-                self.pop_loop(var);
-                Stmt::For {
-                    var: var.clone(),
-                    min: min.clone(),
-                    extent: extent.clone(),
-                    kind: *kind,
-                    body: Box::new(b),
-                }
-            }
-            _ => mutate_stmt_children(self, s),
-        }
+        mutate_stmt_scoped(self, s)
+    }
+}
+
+impl ScopedMutator for Prover<'_> {
+    fn enter_let(&mut self, name: &str, value: &Expr) {
+        self.push_let(name, value);
+    }
+
+    fn exit_let(&mut self, _: &str) {
+        self.pop_let();
+    }
+
+    fn enter_loop(&mut self, var: &str, min: &Expr, extent: &Expr) {
+        let last = simplify(&Expr::sub(
+            Expr::add(min.clone(), extent.clone()),
+            Expr::i32(1),
+        ));
+        self.push_loop(var, Interval::new(min.clone(), last));
+    }
+
+    fn exit_loop(&mut self, var: &str) {
+        self.pop_loop(var);
     }
 }
 
@@ -1202,6 +1198,26 @@ impl Steady<'_> {
         if !self.depends_on_var(d) {
             return None;
         }
+        let key = (self.context, structural_hash(d));
+        if let Some((_, known)) = self
+            .solved
+            .borrow()
+            .get(&key)
+            .and_then(|known| known.iter().find(|(e, _)| e == d))
+        {
+            return known.clone();
+        }
+        let solution = self.solve_nonpositive_in_context(d);
+        self.solved
+            .borrow_mut()
+            .entry(key)
+            .or_default()
+            .push((d.clone(), solution.clone()));
+        solution
+    }
+
+    /// [`Steady::solve_nonpositive`] once memoized.
+    fn solve_nonpositive_in_context(&self, d: &Expr) -> Option<Solution> {
         let mut d = simplify(&self.substitute_lets(d)?);
         if !argent_ir::visit::expr_uses_var(&d, self.var) {
             return None;
@@ -1435,7 +1451,7 @@ impl Steady<'_> {
 
     /// Whether `e` mentions the loop variable or a dependent binding.
     fn depends_on_var(&self, e: &Expr) -> bool {
-        struct Find<'a>(&'a str, &'a HashMap<String, usize>, bool);
+        struct Find<'a>(&'a str, &'a FastHashMap<String, usize>, bool);
         impl Visitor for Find<'_> {
             fn visit_expr(&mut self, e: &Expr) {
                 if self.2 {
@@ -1468,7 +1484,19 @@ impl Steady<'_> {
         }
     }
 
+    /// Entering a let or a loop: solutions found outside may not hold.
+    fn enter_context(&mut self) {
+        self.next_context += 1;
+        self.outer_contexts.push(self.context);
+        self.context = self.next_context;
+    }
+
+    fn leave_context(&mut self) {
+        self.context = self.outer_contexts.pop().unwrap_or(0);
+    }
+
     fn push_let(&mut self, name: &str, value: &Expr) {
+        self.enter_context();
         let dependent = self.depends_on_var(value);
         self.mark(name, dependent);
         self.let_dependent.push(dependent);
@@ -1476,12 +1504,14 @@ impl Steady<'_> {
     }
 
     fn pop_let(&mut self) {
+        self.leave_context();
         if let (Some((name, _)), Some(dependent)) = (self.lets.pop(), self.let_dependent.pop()) {
             self.unmark(&name, dependent);
         }
     }
 
     fn push_loop(&mut self, var: &str, min: &Expr, extent: &Expr) {
+        self.enter_context();
         let dependent = self.depends_on_var(min) || self.depends_on_var(extent);
         self.mark(var, dependent);
         self.loop_dependent.push(dependent);
@@ -1490,6 +1520,7 @@ impl Steady<'_> {
     }
 
     fn pop_loop(&mut self) {
+        self.leave_context();
         if let (Some((var, _, _)), Some(dependent)) = (self.loops.pop(), self.loop_dependent.pop())
         {
             self.unmark(&var, dependent);
@@ -1582,14 +1613,7 @@ impl Mutator for Steady<'_> {
                     keep_likely(o, is_likely(otherwise)),
                 )
             }
-            ExprKind::Let { name, value, body } => {
-                let v = self.mutate_expr(value);
-                self.push_let(name, &v);
-                let b = self.mutate_expr(body);
-                self.pop_let();
-                Expr::let_in(name.clone(), v, b)
-            }
-            _ => mutate_expr_children(self, e),
+            _ => mutate_expr_scoped(self, e),
         }
     }
 
@@ -1598,36 +1622,6 @@ impl Mutator for Steady<'_> {
             return self.version(s);
         }
         match s {
-            Stmt::LetStmt { name, value, body } => {
-                let v = self.mutate_expr(value);
-                self.push_let(name, &v);
-                let b = self.mutate_stmt(body);
-                self.pop_let();
-                Stmt::LetStmt {
-                    name: name.clone(),
-                    value: v,
-                    body: Box::new(b),
-                }
-            }
-            Stmt::For {
-                var,
-                min,
-                extent,
-                kind,
-                body,
-            } => {
-                let (m, e) = (self.mutate_expr(min), self.mutate_expr(extent));
-                self.push_loop(var, &m, &e);
-                let b = self.mutate_stmt(body);
-                self.pop_loop();
-                Stmt::For {
-                    var: var.clone(),
-                    min: m,
-                    extent: e,
-                    kind: *kind,
-                    body: Box::new(b),
-                }
-            }
             Stmt::IfThenElse {
                 cond,
                 then,
@@ -1673,8 +1667,26 @@ impl Mutator for Steady<'_> {
                     otherwise: o,
                 }
             }
-            _ => mutate_stmt_children(self, s),
+            _ => mutate_stmt_scoped(self, s),
         }
+    }
+}
+
+impl ScopedMutator for Steady<'_> {
+    fn enter_let(&mut self, name: &str, value: &Expr) {
+        self.push_let(name, value);
+    }
+
+    fn exit_let(&mut self, _: &str) {
+        self.pop_let();
+    }
+
+    fn enter_loop(&mut self, var: &str, min: &Expr, extent: &Expr) {
+        self.push_loop(var, min, extent);
+    }
+
+    fn exit_loop(&mut self, _: &str) {
+        self.pop_loop();
     }
 }
 

@@ -40,6 +40,14 @@ const ARENA_TOP: u32 = 2;
 const ARENA_END: u32 = 3;
 /// The smallest arena a thread takes from the shared heap.
 const ARENA_MIN_BYTES: i64 = 256 << 10;
+/// Bytes left unused after every arena, so that two threads' arenas (taken
+/// one after the other from the heap) are never close in memory. With
+/// adjacent arenas, the thread whose arena came second ran a third slower
+/// per iteration than the other (unsharp mask on 2 threads: 0.55 against
+/// 0.41 ms per strip, lower IPC at the same clock); gaps of 64 KiB did not
+/// help, 1 MiB and more did. The gap is address space only: nothing
+/// touches it, so it costs no physical memory.
+const ARENA_GAP_BYTES: i64 = 1 << 20;
 /// Arenas double while they are smaller than this, then grow by what is
 /// needed only, so a large request does not fail just because the doubled
 /// arena would not fit in 4 GiB.
@@ -107,10 +115,31 @@ pub(crate) struct FnBuilder<'c> {
     /// inside one expression, so loads may be shared too. `None` outside a
     /// store, and while code runs conditionally (a local set in one branch
     /// would be unset in the other).
-    pub(crate) vector_cache: Option<Vec<(Expr, u8, VecVal)>>,
+    pub(crate) vector_cache: Option<Vec<crate::simd::CachedVector>>,
+    /// The 32-bit gathers of the current store statement outside
+    /// conditionally run code (see `simd.rs`, `paired_gather`): a gather
+    /// whose neighbour one element up is also read loads both at once.
+    pub(crate) statement_gathers: Vec<Expr>,
+    /// The values of the vector lets in scope, with the binding each got
+    /// and the bindings of the variables its value mentions, so a gather
+    /// index that is a let-bound sum can be taken apart (see `simd.rs`).
+    pub(crate) let_values: Vec<LetValue>,
+    /// How many scopes were open when the current statement started: the
+    /// caches above only track variables bound inside the statement (the
+    /// others do not change while it runs).
+    pub(crate) statement_scopes: usize,
+    /// Scalar values already computed in the current scalar store, with
+    /// the local holding each and the bindings of the variables it
+    /// mentions (as `vector_cache`, for scalar code: a histogram's index
+    /// and its update value compute the same pixel intensity). `None`
+    /// elsewhere and in conditionally run code.
+    pub(crate) scalar_cache: Option<Vec<ScalarCached>>,
     /// Broadcasts of loop-invariant scalars computed before the loops that
     /// use them: the scalar, the lane width, and the v128 local holding it.
     pub(crate) hoisted_splats: Vec<(Expr, u8, u32)>,
+    /// Loop-invariant vector values computed before the innermost loop that
+    /// uses them (see `hoist.rs`), with their registers.
+    pub(crate) hoisted_vectors: Vec<(Expr, VecVal)>,
     /// Scalar expression nodes computed before the loops that use them
     /// (see `hoist.rs`), by node address: the node (kept alive so the
     /// address stays its own) and its local.
@@ -158,6 +187,51 @@ fn log2_bytes(ty: Type) -> u32 {
 
 /// Whether `e` reads memory (such operands of `select` must not be
 /// evaluated speculatively).
+/// A vector let in scope: its name, the first register of its binding,
+/// its value, and the bindings of the variables the value mentions.
+pub(crate) type LetValue = (String, u32, Expr, Vec<(String, Option<u32>)>);
+
+/// A scalar value computed earlier in a store: the expression, its local,
+/// and the bindings of the variables it mentions when it was computed.
+pub(crate) type ScalarCached = (Expr, u32, Vec<(String, Option<u32>)>);
+
+/// Whether a scalar `e` costs enough that an equal occurrence later in the
+/// same store should read a local instead (variables and constants cost
+/// as much as the read; a select whose arms load runs them conditionally).
+fn scalar_worth_sharing(e: &Expr) -> bool {
+    match e.kind() {
+        ExprKind::Load { .. }
+        | ExprKind::Cast { .. }
+        | ExprKind::Unary { .. }
+        | ExprKind::Binary { .. } => true,
+        ExprKind::Select {
+            then, otherwise, ..
+        } => !has_load(then) && !has_load(otherwise),
+        ExprKind::Call {
+            target: CallTarget::Intrinsic(i),
+            ..
+        } => *i != Intrinsic::Likely,
+        _ => false,
+    }
+}
+
+/// Whether `e` loads from `buffer`.
+fn loads_from(e: &Expr, buffer: &str) -> bool {
+    struct Finder<'a>(&'a str, bool);
+    impl Visitor for Finder<'_> {
+        fn visit_expr(&mut self, e: &Expr) {
+            match e.kind() {
+                ExprKind::Load { buffer, .. } if buffer == self.0 => self.1 = true,
+                _ if !self.1 => walk_expr(self, e),
+                _ => {}
+            }
+        }
+    }
+    let mut f = Finder(buffer, false);
+    f.visit_expr(e);
+    f.1
+}
+
 fn has_load(e: &Expr) -> bool {
     struct Finder(bool);
     impl Visitor for Finder {
@@ -205,7 +279,12 @@ impl<'c> FnBuilder<'c> {
             free: Vec::new(),
             temporaries: None,
             vector_cache: None,
+            statement_gathers: Vec::new(),
+            let_values: Vec::new(),
+            statement_scopes: 0,
+            scalar_cache: None,
             hoisted_splats: Vec::new(),
+            hoisted_vectors: Vec::new(),
             hoisted_scalars: HashMap::new(),
             hoisted_addresses: Vec::new(),
         }
@@ -252,6 +331,16 @@ impl<'c> FnBuilder<'c> {
         }
         f.instruction(&I::End);
         f
+    }
+
+    /// The register identifying the binding of `name` made inside the
+    /// current statement, if it has one.
+    pub(crate) fn local_binding(&self, name: &str) -> Option<u32> {
+        self.scopes[self.statement_scopes.min(self.scopes.len())..]
+            .iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .map(|(_, b)| crate::simd::binding_id(b))
     }
 
     pub fn lookup(&self, name: &str) -> Option<&Binding> {
@@ -310,6 +399,44 @@ impl<'c> FnBuilder<'c> {
 
     /// Pushes the value of scalar expression `e`.
     pub fn expr(&mut self, e: &Expr) -> Result<(), CodegenError> {
+        if self.scalar_cache.is_some()
+            && e.ty().is_scalar()
+            && scalar_worth_sharing(e)
+            && !self.hoisted_scalar(e)
+            && let Some(local) = self.scalar_in_local(e)?
+        {
+            self.emit(I::LocalGet(local));
+            return Ok(());
+        }
+        self.expr_node(e)
+    }
+
+    /// The local holding scalar `e` in the current store, computing it
+    /// there first when it is not yet; `None` (and no code) when `e` is too
+    /// big to track its variables.
+    fn scalar_in_local(&mut self, e: &Expr) -> Result<Option<u32>, CodegenError> {
+        let hit = self.scalar_cache.as_ref().and_then(|cache| {
+            cache
+                .iter()
+                .rev()
+                .find(|(k, _, deps)| self.same_value(k, deps, e))
+                .map(|(_, local, _)| *local)
+        });
+        if hit.is_some() {
+            return Ok(hit);
+        }
+        let Some(deps) = self.binding_deps(e) else {
+            return Ok(None);
+        };
+        self.expr_node(e)?;
+        let local = self.set_new_local(val_type(e.ty())?);
+        if let Some(cache) = &mut self.scalar_cache {
+            cache.push((e.clone(), local, deps));
+        }
+        Ok(Some(local))
+    }
+
+    fn expr_node(&mut self, e: &Expr) -> Result<(), CodegenError> {
         let ty = e.ty();
         if ty.is_vector() {
             return Err(CodegenError::NotLowered(format!(
@@ -393,12 +520,14 @@ impl<'c> FnBuilder<'c> {
                     self.emit(I::If(BlockType::Result(val_type(ty)?)));
                     // Values computed in one branch must not be reused after it.
                     let cache = self.vector_cache.take();
+                    let scalars = self.scalar_cache.take();
                     let branches = (|| {
                         self.expr(then)?;
                         self.emit(I::Else);
                         self.expr(otherwise)
                     })();
                     self.vector_cache = cache;
+                    self.scalar_cache = scalars;
                     branches?;
                     self.emit(I::End);
                 } else {
@@ -454,6 +583,17 @@ impl<'c> FnBuilder<'c> {
                 locals.push(self.set_new_local(t));
             }
             return Ok(Binding::Lanes { locals });
+        }
+        // A value already in a local binds that local, so later values
+        // computed from this name are recognised as the same too.
+        if self.scalar_cache.is_some()
+            && scalar_worth_sharing(value)
+            && let Some(local) = self.scalar_in_local(value)?
+        {
+            return Ok(Binding::Scalar {
+                local,
+                ty: value.ty(),
+            });
         }
         self.expr(value)?;
         let local = self.set_new_local(val_type(value.ty())?);
@@ -1178,7 +1318,40 @@ impl<'c> FnBuilder<'c> {
                 size,
                 body,
             } => self.allocate(buffer, *ty, size, body),
-            Stmt::Block(stmts) => stmts.iter().try_for_each(|s| self.stmt(s)),
+            Stmt::Block(stmts) => {
+                let scalar_store = |s: &Stmt| {
+                    matches!(s, Stmt::Store { index, value, .. }
+                        if index.ty().is_scalar() && value.ty().is_scalar())
+                };
+                let mut k = 0;
+                while k < stmts.len() {
+                    let run = stmts[k..].iter().take_while(|s| scalar_store(s)).count();
+                    if run < 2 {
+                        self.stmt(&stmts[k])?;
+                        k += 1;
+                        continue;
+                    }
+                    // Consecutive scalar stores (an unrolled loop's) share
+                    // their values, except loads of what they store.
+                    self.with_temporaries(|s| {
+                        let mut cache = Vec::new();
+                        for st in &stmts[k..k + run] {
+                            if let Stmt::Store {
+                                buffer,
+                                index,
+                                value,
+                            } = st
+                            {
+                                cache = s.scalar_store(buffer, index, value, cache)?;
+                                cache.retain(|(e, _, _)| !loads_from(e, buffer));
+                            }
+                        }
+                        Ok::<(), CodegenError>(())
+                    })?;
+                    k += run;
+                }
+                Ok(())
+            }
             Stmt::IfThenElse {
                 cond,
                 then,
@@ -1219,11 +1392,31 @@ impl<'c> FnBuilder<'c> {
             });
             return self.stmt(&scalar);
         }
-        let buf = self.buffer(buffer)?;
-        let offset = self.address(&buf, index)?;
-        self.expr(value)?;
-        self.store_scalar(buf.ty, offset);
+        self.scalar_store(buffer, index, value, Vec::new())?;
         Ok(())
+    }
+
+    /// A scalar store with `cache` holding values computed before it (see
+    /// `scalar_cache`); returns the cache with this store's values added.
+    fn scalar_store(
+        &mut self,
+        buffer: &str,
+        index: &Expr,
+        value: &Expr,
+        cache: Vec<ScalarCached>,
+    ) -> Result<Vec<ScalarCached>, CodegenError> {
+        let buf = self.buffer(buffer)?;
+        let outer = self.scalar_cache.replace(cache);
+        let outer_scopes = std::mem::replace(&mut self.statement_scopes, self.scopes.len());
+        let r = (|| {
+            let offset = self.address(&buf, index)?;
+            self.expr(value)?;
+            self.store_scalar(buf.ty, offset);
+            Ok(())
+        })();
+        self.statement_scopes = outer_scopes;
+        let cache = std::mem::replace(&mut self.scalar_cache, outer).unwrap_or_default();
+        r.map(|()| cache)
     }
 
     /// Records a check and returns its status code.
@@ -1283,8 +1476,10 @@ impl<'c> FnBuilder<'c> {
         let addresses = self.hoisted_addresses.len();
         self.hoist_addresses(var, i, &bound, body)?;
         let hoisted = self.hoisted_splats.len();
+        let vectors = self.hoisted_vectors.len();
         if self.ctx.options.simd && innermost {
             self.hoist_splats(&bound, body)?;
+            self.hoist_vectors(&bound, body)?;
         }
         self.emit(I::Loop(BlockType::Empty));
         self.scopes.push((
@@ -1296,7 +1491,9 @@ impl<'c> FnBuilder<'c> {
         ));
         let r = self.stmt(body);
         self.scopes.pop();
+        self.advance_hoisted_addresses(addresses);
         self.hoisted_splats.truncate(hoisted);
+        self.hoisted_vectors.truncate(vectors);
         self.hoisted_addresses.truncate(addresses);
         for e in &scalars {
             self.hoisted_scalars.remove(&crate::hoist::node_key(e));
@@ -1567,13 +1764,18 @@ impl<'c> FnBuilder<'c> {
             self.emit(I::LocalGet(size));
             self.emit(I::LocalGet(doubled));
             self.max_i64_on_stack();
+            self.emit(I::I64Const(ARENA_GAP_BYTES));
+            self.emit(I::I64Add);
             self.emit(I::LocalSet(size));
             let (_, chunk_base, chunk_end) = self.heap_alloc(size, code);
             self.emit(I::LocalGet(chunk_base));
             self.emit(I::GlobalSet(ARENA_BASE));
             self.emit(I::LocalGet(chunk_base));
             self.emit(I::GlobalSet(ARENA_TOP));
+            // The arena ends before the gap (see ARENA_GAP_BYTES).
             self.emit(I::LocalGet(chunk_end));
+            self.emit(I::I32Const(ARENA_GAP_BYTES as i32));
+            self.emit(I::I32Sub);
             self.emit(I::GlobalSet(ARENA_END));
             self.emit(I::LocalGet(chunk_base));
             self.emit(I::LocalSet(saved));

@@ -9,7 +9,7 @@
 //! `out[x * 8 + t] = ...`.
 
 use crate::CodegenError;
-use crate::emit::{Binding, FnBuilder, split_constant_offset, val_type};
+use crate::emit::{Binding, FnBuilder, VecVal, split_constant_offset, val_type};
 use argent_ir::visit::{Visitor, walk_expr, walk_stmt};
 use argent_ir::{BinOp, CallTarget, Expr, ExprKind, Intrinsic, Stmt};
 use std::collections::{HashMap, HashSet};
@@ -209,11 +209,13 @@ pub(crate) struct HoistedAddress {
     /// The index expression node (without its constant offset).
     key: usize,
     buffer: String,
-    /// The local holding `base + (invariant << shift)`.
-    start: u32,
-    /// The loop variable's local, and its byte step.
-    var: u32,
-    step: i64,
+    /// The local holding the address for the current iteration: set to
+    /// `base + (invariant << shift) + var * step` before the loop and
+    /// advanced by `step` at the end of every iteration (a pointer
+    /// increment instead of a multiply and add per access).
+    pub(crate) pointer: u32,
+    /// The byte step per iteration.
+    pub(crate) step: i64,
     /// Keeps the node alive so its address stays its own.
     _node: Expr,
 }
@@ -418,12 +420,20 @@ impl FnBuilder<'_> {
                 }
                 None => buf.base,
             };
+            let step = coefficient.wrapping_shl(shift as u32);
+            self.emit(I::LocalGet(start));
+            self.emit(I::LocalGet(var_local));
+            if step != 1 {
+                self.emit(I::I32Const(step as i32));
+                self.emit(I::I32Mul);
+            }
+            self.emit(I::I32Add);
+            let pointer = self.set_new_local(ValType::I32);
             self.hoisted_addresses.push(HoistedAddress {
                 key: node_key(&index),
                 buffer,
-                start,
-                var: var_local,
-                step: coefficient.wrapping_shl(shift as u32),
+                pointer,
+                step,
                 _node: index,
             });
             hoisted += 1;
@@ -444,13 +454,221 @@ impl FnBuilder<'_> {
         else {
             return false;
         };
-        self.emit(I::LocalGet(h.start));
-        self.emit(I::LocalGet(h.var));
-        if h.step != 1 {
-            self.emit(I::I32Const(h.step as i32));
-            self.emit(I::I32Mul);
-        }
-        self.emit(I::I32Add);
+        self.emit(I::LocalGet(h.pointer));
         true
+    }
+
+    /// Advances the pointers of the addresses hoisted out of the loop
+    /// whose accesses are `hoisted_addresses[from..]` to the next
+    /// iteration.
+    pub(crate) fn advance_hoisted_addresses(&mut self, from: usize) {
+        let steps: Vec<(u32, i64)> = self.hoisted_addresses[from..]
+            .iter()
+            .map(|h| (h.pointer, h.step))
+            .collect();
+        for (pointer, step) in steps {
+            self.emit(I::LocalGet(pointer));
+            self.emit(I::I32Const(step as i32));
+            self.emit(I::I32Add);
+            self.emit(I::LocalSet(pointer));
+        }
+    }
+}
+
+/// At most this many vector values are computed before one loop, and at
+/// most this many v128 registers hold them, so they stay in machine
+/// registers across the loop.
+const MAX_HOISTED_VECTORS: usize = 6;
+const MAX_HOISTED_PARTS: usize = 8;
+
+/// Finds the largest loop-invariant vector subexpressions of the stores of
+/// an innermost loop body: arithmetic on loads of buffers the loop does not
+/// write, at indices that do not change in the loop.
+struct VectorFinder<'a, 'c> {
+    builder: &'a FnBuilder<'c>,
+    bound: &'a HashSet<String>,
+    /// Buffers the body stores to (their loads may change).
+    written: HashSet<String>,
+    found: Vec<Expr>,
+    parts: usize,
+}
+
+impl VectorFinder<'_, '_> {
+    fn record(&mut self, e: &Expr) {
+        let ty = e.ty();
+        let worth = matches!(
+            e.kind(),
+            ExprKind::Load { .. }
+                | ExprKind::Cast { .. }
+                | ExprKind::Unary { .. }
+                | ExprKind::Binary { .. }
+                | ExprKind::Select { .. }
+                | ExprKind::Call { .. }
+                | ExprKind::Shuffle { .. }
+        );
+        let parts = (ty.lanes as usize * ty.bits as usize).div_ceil(128);
+        if worth
+            && ty.is_vector()
+            && !ty.is_bool()
+            && self.found.len() < MAX_HOISTED_VECTORS
+            && self.parts + parts <= MAX_HOISTED_PARTS
+            && !self.found.contains(e)
+        {
+            self.parts += parts;
+            self.found.push(e.clone());
+        }
+    }
+
+    /// Whether `e` is invariant; records its largest invariant vector parts
+    /// when it is not.
+    fn scan(&mut self, e: &Expr) -> bool {
+        let children: Vec<&Expr> = match e.kind() {
+            ExprKind::IntImm(_) | ExprKind::FloatImm(_) => return true,
+            ExprKind::Var(n) => {
+                return !self.bound.contains(n)
+                    && matches!(self.builder.lookup(n), Some(Binding::Scalar { .. }));
+            }
+            // The arms of a scalar select run conditionally: nothing in
+            // them may run before the loop.
+            ExprKind::Select { cond, .. } if e.ty().is_scalar() => {
+                self.scan(cond);
+                return false;
+            }
+            ExprKind::Cast { value, .. } | ExprKind::Unary { value, .. } => vec![value],
+            ExprKind::Binary { a, b, .. } => vec![a, b],
+            ExprKind::Select {
+                cond,
+                then,
+                otherwise,
+            } => vec![cond, then, otherwise],
+            ExprKind::Call { args, .. } => args.iter().collect(),
+            ExprKind::Let { value, body, .. } => vec![value, body],
+            ExprKind::Load { index, .. } => vec![index],
+            ExprKind::Ramp { base, stride, .. } => vec![base, stride],
+            ExprKind::Broadcast { value, .. } => vec![value],
+            ExprKind::Shuffle { vectors, .. } => vectors.iter().collect(),
+        };
+        let invariant: Vec<bool> = children.iter().map(|c| self.scan(c)).collect();
+        let movable = match e.kind() {
+            ExprKind::Load { buffer, .. } => !self.written.contains(buffer),
+            ExprKind::Let { .. } => false,
+            ExprKind::Call { target, .. } => matches!(target, CallTarget::Intrinsic(_)),
+            _ => true,
+        };
+        if movable && invariant.iter().all(|&i| i) {
+            return true;
+        }
+        for (c, i) in children.into_iter().zip(invariant) {
+            if i {
+                self.record(c);
+            }
+        }
+        false
+    }
+
+    /// Scans the stores that run on every iteration (not those under an
+    /// `if`).
+    fn visit(&mut self, s: &Stmt) {
+        match s {
+            Stmt::Store { index, value, .. } => {
+                for e in [index, value] {
+                    if self.scan(e) {
+                        self.record(e);
+                    }
+                }
+            }
+            Stmt::Block(stmts) => stmts.iter().for_each(|s| self.visit(s)),
+            Stmt::LetStmt { value, body, .. } => {
+                if self.scan(value) {
+                    self.record(value);
+                }
+                self.visit(body);
+            }
+            _ => {}
+        }
+    }
+}
+
+impl FnBuilder<'_> {
+    /// Computes, before an innermost loop whose body is `body` (binding
+    /// `bound`), the vector values its stores compute identically on every
+    /// iteration (`gray(x, y)` inside a loop over channels), and records
+    /// their registers for [`FnBuilder::vexpr`]. Only once the loop is known
+    /// to run: the loads then happen anyway. Returns how many there are.
+    pub(crate) fn hoist_vectors(
+        &mut self,
+        bound: &HashSet<String>,
+        body: &Stmt,
+    ) -> Result<usize, CodegenError> {
+        struct Written(HashSet<String>);
+        impl Visitor for Written {
+            fn visit_expr(&mut self, _: &Expr) {}
+            fn visit_stmt(&mut self, s: &Stmt) {
+                match s {
+                    Stmt::Store { buffer, .. } | Stmt::Allocate { buffer, .. } => {
+                        self.0.insert(buffer.clone());
+                    }
+                    _ => {}
+                }
+                walk_stmt(self, s);
+            }
+        }
+        let mut written = Written(HashSet::new());
+        written.visit_stmt(body);
+        // Calls that are not intrinsics may write memory: leave such
+        // bodies alone.
+        struct Impure(bool);
+        impl Visitor for Impure {
+            fn visit_expr(&mut self, e: &Expr) {
+                if let ExprKind::Call { target, .. } = e.kind()
+                    && !matches!(target, CallTarget::Intrinsic(_))
+                {
+                    self.0 = true;
+                }
+                walk_expr(self, e);
+            }
+        }
+        let mut impure = Impure(false);
+        impure.visit_stmt(body);
+        if impure.0 {
+            return Ok(0);
+        }
+        let mut finder = VectorFinder {
+            builder: self,
+            bound,
+            written: written.0,
+            found: Vec::new(),
+            parts: 0,
+        };
+        finder.visit(body);
+        let found = finder.found;
+        let mut count = 0;
+        for e in found {
+            let outer = self.vector_cache.replace(Vec::new());
+            let outer_gathers = std::mem::take(&mut self.statement_gathers);
+            let outer_scopes = std::mem::replace(&mut self.statement_scopes, self.scopes.len());
+            let v = self.vexpr_any(&e);
+            self.vector_cache = outer;
+            self.statement_gathers = outer_gathers;
+            self.statement_scopes = outer_scopes;
+            match v {
+                Ok(v) => {
+                    self.hoisted_vectors.push((e, v));
+                    count += 1;
+                }
+                Err(crate::simd::VErr::Fatal(err)) => return Err(err),
+                Err(crate::simd::VErr::Unsupported) => {}
+            }
+        }
+        Ok(count)
+    }
+
+    /// The registers of `e` when it was computed before the loop.
+    pub(crate) fn hoisted_vector(&self, e: &Expr) -> Option<VecVal> {
+        self.hoisted_vectors
+            .iter()
+            .rev()
+            .find(|(k, _)| std::ptr::eq(k.kind(), e.kind()) || k == e)
+            .map(|(_, v)| v.clone())
     }
 }

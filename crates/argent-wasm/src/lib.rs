@@ -65,9 +65,11 @@
 //! thread takes a larger arena (at least twice the old one up to 1 GiB, and
 //! room for everything it has live plus the new block), so after a few
 //! refills every iteration reuses the same memory; the failure check then
-//! reports the arena size that could not be had. Arenas go back with the
-//! rest of the heap when `run` returns, and the run counter (word `+4`)
-//! marks them stale for the next run.
+//! reports the arena size that could not be had. Each arena is followed by
+//! 1 MiB that nobody uses, so that two threads' arenas are never close in
+//! memory (adjacent ones slowed the second thread by a third). Arenas go
+//! back with the rest of the heap when `run` returns, and the run counter
+//! (word `+4`) marks them stale for the next run.
 //!
 //! ## Parallel loops (threads on)
 //! A `parallel` loop's body becomes `task_N`. The caller stores the loop

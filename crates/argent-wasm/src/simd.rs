@@ -172,19 +172,75 @@ fn split_gather_index(index: &Expr) -> (Expr, Option<Expr>) {
     (lanes, scalar)
 }
 
+/// A vector value computed earlier in the current statement.
+pub(crate) struct CachedVector {
+    expr: Expr,
+    /// The mask width for bool vectors, 0 otherwise.
+    key_bits: u8,
+    value: VecVal,
+    /// The variables `expr` mentions and the registers of their bindings
+    /// when it was computed (`None`: not recorded; the entry is dropped when
+    /// the innermost let scope around its computation ends).
+    deps: Option<Vec<(String, Option<u32>)>>,
+}
+
+/// A register that identifies a binding: bindings made within one
+/// statement never share registers.
+pub(crate) fn binding_id(b: &Binding) -> u32 {
+    match b {
+        Binding::Scalar { local, .. } => *local,
+        Binding::Vector(v) => v.parts[0],
+        Binding::Lanes { locals } => locals.first().copied().unwrap_or(u32::MAX),
+    }
+}
+
+/// The gathers of 32-bit elements (loads with an index that is neither
+/// dense nor strided) in `value`, leaving out those under a scalar select
+/// (its branches run conditionally, so their loads may not be done early).
+fn gathers_of(value: &Expr) -> Vec<Expr> {
+    struct Gathers(Vec<Expr>);
+    impl Visitor for Gathers {
+        fn visit_expr(&mut self, e: &Expr) {
+            match e.kind() {
+                ExprKind::Select { .. } if e.ty().is_scalar() => return,
+                ExprKind::Load { index, .. }
+                    if e.ty().is_vector()
+                        && e.ty().bits == 32
+                        && !e.ty().is_bool()
+                        && dense_or_strided(index).is_none()
+                        && !matches!(index.kind(), ExprKind::Broadcast { .. })
+                        && !self.0.contains(e) =>
+                {
+                    self.0.push(e.clone());
+                }
+                _ => {}
+            }
+            walk_expr(self, e);
+        }
+    }
+    let mut g = Gathers(Vec::new());
+    g.visit_expr(value);
+    g.0
+}
+
 /// Whether computing `e` costs enough that an equal occurrence later in
 /// the same statement should reuse its registers (variables, constants and
 /// broadcasts are as cheap to recompute as to look up).
 fn worth_sharing(e: &Expr) -> bool {
-    matches!(
-        e.kind(),
+    match e.kind() {
         ExprKind::Load { .. }
-            | ExprKind::Cast { .. }
-            | ExprKind::Binary { .. }
-            | ExprKind::Select { .. }
-            | ExprKind::Call { .. }
-            | ExprKind::Shuffle { .. }
-    )
+        | ExprKind::Cast { .. }
+        | ExprKind::Binary { .. }
+        | ExprKind::Select { .. }
+        | ExprKind::Call { .. }
+        | ExprKind::Shuffle { .. } => true,
+        // A ramp from a computed base costs the base, a splat and an add.
+        ExprKind::Ramp { base, .. } => !matches!(
+            base.kind(),
+            ExprKind::Var(_) | ExprKind::IntImm(_) | ExprKind::FloatImm(_)
+        ),
+        _ => false,
+    }
 }
 
 /// `Broadcast(IntImm c)` (or a vector constant) as `c`.
@@ -383,6 +439,12 @@ impl FnBuilder<'_> {
         if ty.is_scalar() {
             return Err(VErr::Unsupported);
         }
+        if !ty.is_bool()
+            && !self.hoisted_vectors.is_empty()
+            && let Some(v) = self.hoisted_vector(e)
+        {
+            return Ok(v);
+        }
         let key_bits = if ty.is_bool() { mask_bits } else { 0 };
         let shareable = self.vector_cache.is_some() && worth_sharing(e);
         if shareable && let Some(v) = self.cached_vector(e, key_bits) {
@@ -407,10 +469,70 @@ impl FnBuilder<'_> {
         } else {
             v
         };
-        if shareable && let Some(cache) = &mut self.vector_cache {
-            cache.push((e.clone(), key_bits, v.clone()));
+        if shareable {
+            self.cache_vector(e, key_bits, &v);
         }
         Ok(v)
+    }
+
+    /// Records that `value` holds `e` for the rest of the statement (while
+    /// the variables `e` mentions keep their bindings).
+    fn cache_vector(&mut self, e: &Expr, key_bits: u8, value: &VecVal) {
+        if self.vector_cache.is_none() {
+            return;
+        }
+        let deps = self.binding_deps(e);
+        if let Some(cache) = &mut self.vector_cache {
+            cache.push(CachedVector {
+                expr: e.clone(),
+                key_bits,
+                value: value.clone(),
+                deps,
+            });
+        }
+    }
+
+    /// The variables of `e` with the register that identifies each one's
+    /// current binding, or `None` when `e` is too big to walk cheaply.
+    pub(crate) fn binding_deps(&self, e: &Expr) -> Option<Vec<(String, Option<u32>)>> {
+        /// Enough for the index arithmetic of a gather; bigger values stay
+        /// tied to their let scopes.
+        const MAX_NODES: usize = 48;
+        struct Vars {
+            names: Vec<String>,
+            nodes: usize,
+        }
+        impl Visitor for Vars {
+            fn visit_expr(&mut self, e: &Expr) {
+                self.nodes += 1;
+                if self.nodes > MAX_NODES {
+                    return;
+                }
+                match e.kind() {
+                    ExprKind::Var(n) if !self.names.contains(n) => self.names.push(n.clone()),
+                    // A let inside changes what its names mean; rare here.
+                    ExprKind::Let { .. } => self.nodes = MAX_NODES + 1,
+                    _ => walk_expr(self, e),
+                }
+            }
+        }
+        let mut vars = Vars {
+            names: Vec::new(),
+            nodes: 0,
+        };
+        vars.visit_expr(e);
+        if vars.nodes > MAX_NODES {
+            return None;
+        }
+        Some(
+            vars.names
+                .into_iter()
+                .filter_map(|n| {
+                    let id = self.local_binding(&n)?;
+                    Some((n, Some(id)))
+                })
+                .collect(),
+        )
     }
 
     /// Computes `body` with `name` bound to `binding`.
@@ -436,7 +558,16 @@ impl FnBuilder<'_> {
         if shadows {
             self.vector_cache = outer_cache;
         } else if let Some(cache) = &mut self.vector_cache {
-            cache.truncate(cache_mark);
+            // Values whose variables are all known stay: a later let that
+            // binds `name` to the same registers (an equal value, found in
+            // the cache) makes them valid again, as in the second of two
+            // inlined copies of one function. The rest die with the scope.
+            let mut index = 0;
+            cache.retain(|c| {
+                let keep = index < cache_mark || c.deps.is_some();
+                index += 1;
+                keep
+            });
         }
         r
     }
@@ -448,8 +579,141 @@ impl FnBuilder<'_> {
         cache
             .iter()
             .rev()
-            .find(|(k, b, _)| *b == key_bits && (std::ptr::eq(k.kind(), e.kind()) || k == e))
-            .map(|(_, _, v)| v.clone())
+            .find(|c| {
+                if c.key_bits != key_bits {
+                    return false;
+                }
+                match &c.deps {
+                    None => std::ptr::eq(c.expr.kind(), e.kind()) || c.expr == *e,
+                    Some(deps) => self.same_value(&c.expr, deps, e),
+                }
+            })
+            .map(|c| c.value.clone())
+    }
+
+    /// Whether `e` now computes what `cached` computed when its variables
+    /// had the bindings `deps`: equal trees whose variables, by whatever
+    /// name, are bound to the same registers (the second of two inlined
+    /// copies of a function names its lets differently).
+    pub(crate) fn same_value(
+        &self,
+        cached: &Expr,
+        deps: &[(String, Option<u32>)],
+        e: &Expr,
+    ) -> bool {
+        fn eq(b: &FnBuilder<'_>, deps: &[(String, Option<u32>)], x: &Expr, y: &Expr) -> bool {
+            if x.ty() != y.ty() {
+                return false;
+            }
+            let all = |xs: &[Expr], ys: &[Expr]| {
+                xs.len() == ys.len() && xs.iter().zip(ys).all(|(x, y)| eq(b, deps, x, y))
+            };
+            match (x.kind(), y.kind()) {
+                (ExprKind::Var(nx), ExprKind::Var(ny)) => {
+                    let then = deps.iter().find(|(n, _)| n == nx).and_then(|(_, id)| *id);
+                    let now = b.local_binding(ny);
+                    match (then, now) {
+                        (Some(t), Some(n)) => t == n,
+                        (None, None) => nx == ny,
+                        _ => false,
+                    }
+                }
+                (ExprKind::IntImm(a), ExprKind::IntImm(c)) => a == c,
+                (ExprKind::FloatImm(a), ExprKind::FloatImm(c)) => a.to_bits() == c.to_bits(),
+                (
+                    ExprKind::Cast {
+                        value: a,
+                        saturating: sa,
+                    },
+                    ExprKind::Cast {
+                        value: c,
+                        saturating: sc,
+                    },
+                ) => sa == sc && eq(b, deps, a, c),
+                (ExprKind::Unary { op: oa, value: a }, ExprKind::Unary { op: oc, value: c }) => {
+                    oa == oc && eq(b, deps, a, c)
+                }
+                (
+                    ExprKind::Binary {
+                        op: oa,
+                        a: a1,
+                        b: a2,
+                    },
+                    ExprKind::Binary {
+                        op: oc,
+                        a: c1,
+                        b: c2,
+                    },
+                ) => oa == oc && eq(b, deps, a1, c1) && eq(b, deps, a2, c2),
+                (
+                    ExprKind::Select {
+                        cond: a1,
+                        then: a2,
+                        otherwise: a3,
+                    },
+                    ExprKind::Select {
+                        cond: c1,
+                        then: c2,
+                        otherwise: c3,
+                    },
+                ) => eq(b, deps, a1, c1) && eq(b, deps, a2, c2) && eq(b, deps, a3, c3),
+                (
+                    ExprKind::Call {
+                        target: ta,
+                        args: a,
+                    },
+                    ExprKind::Call {
+                        target: tc,
+                        args: c,
+                    },
+                ) => ta == tc && all(a, c),
+                (
+                    ExprKind::Load {
+                        buffer: ba,
+                        index: a,
+                    },
+                    ExprKind::Load {
+                        buffer: bc,
+                        index: c,
+                    },
+                ) => ba == bc && eq(b, deps, a, c),
+                (
+                    ExprKind::Ramp {
+                        base: a1,
+                        stride: a2,
+                        lanes: la,
+                    },
+                    ExprKind::Ramp {
+                        base: c1,
+                        stride: c2,
+                        lanes: lc,
+                    },
+                ) => la == lc && eq(b, deps, a1, c1) && eq(b, deps, a2, c2),
+                (
+                    ExprKind::Broadcast {
+                        value: a,
+                        lanes: la,
+                    },
+                    ExprKind::Broadcast {
+                        value: c,
+                        lanes: lc,
+                    },
+                ) => la == lc && eq(b, deps, a, c),
+                (
+                    ExprKind::Shuffle {
+                        vectors: a,
+                        indices: ia,
+                    },
+                    ExprKind::Shuffle {
+                        vectors: c,
+                        indices: ic,
+                    },
+                ) => ia == ic && all(a, c),
+                // Entries with lets inside have no recorded variables.
+                _ => false,
+            }
+        }
+        eq(self, deps, cached, e)
     }
 
     /// Changes the lane width of a mask vector.
@@ -559,6 +823,18 @@ impl FnBuilder<'_> {
                     && !self.values.contains(value)
                 {
                     self.values.push(value.clone());
+                }
+                // The `1 - w` of a vector float lerp.
+                if let ExprKind::Call {
+                    target: CallTarget::Intrinsic(Intrinsic::Lerp),
+                    ..
+                } = e.kind()
+                    && e.ty().is_vector()
+                    && e.ty().is_float()
+                    && self.values.len() < 4 * MAX_HOISTED
+                    && !self.values.contains(&Expr::f32(1.0))
+                {
+                    self.values.push(Expr::f32(1.0));
                 }
                 // The multiplier of an unsigned division by a constant.
                 if let ExprKind::Binary {
@@ -825,6 +1101,19 @@ impl FnBuilder<'_> {
                 );
                 self.vexpr_in_scope(scalar_name, Binding::Scalar { local, ty }, &body, mask_bits)
             }
+            ExprKind::Let { name, value, body } if value.ty().is_vector() => {
+                let v = self.vexpr_any(value)?;
+                let recorded = self.binding_deps(value).map(|deps| {
+                    let entry = (name.clone(), v.parts[0], value.clone(), deps);
+                    self.let_values.push(entry);
+                    self.let_values.len()
+                });
+                let r = self.vexpr_in_scope(name.clone(), Binding::Vector(v), body, mask_bits);
+                if let Some(len) = recorded {
+                    self.let_values.truncate(len - 1);
+                }
+                r
+            }
             ExprKind::Let { name, value, body } => {
                 let binding = if value.ty().is_vector() {
                     Binding::Vector(self.vexpr_any(value)?)
@@ -1030,36 +1319,34 @@ impl FnBuilder<'_> {
                 // A gather: vector indices, one load per lane straight into
                 // its lane. Broadcast terms of the index are added to the
                 // base address once rather than to every lane.
-                let (lanes_index, scalar) = split_gather_index(index);
+                let neighbour =
+                    if elem_bits == 32 && ty.lanes.is_multiple_of(4) && self.vector_cache.is_some()
+                    {
+                        self.gather_neighbour(e, buffer, index)
+                            .filter(|g| self.cached_vector(g, 0).is_none())
+                    } else {
+                        None
+                    };
+                let (lanes_index, scalar) = split_gather_index(&self.expand_sum(index, 3));
                 let idx = self.vexpr(&lanes_index, 32)?;
                 if idx.lane_bits != 32 {
                     return Err(VErr::Unsupported);
                 }
                 let shift = bytes.trailing_zeros() as i32;
                 let base = match scalar {
-                    Some(scalar) => {
-                        self.emit(I::LocalGet(buf.base));
-                        self.expr(&scalar)?;
-                        if shift > 0 {
-                            self.emit(I::I32Const(shift));
-                            self.emit(I::I32Shl);
-                        }
-                        self.emit(I::I32Add);
-                        self.set_new_local(ValType::I32)
-                    }
+                    Some(scalar) => self.gather_base(&buf, &scalar, shift)?,
                     None => buf.base,
                 };
+                if let Some(neighbour) = neighbour {
+                    return self.paired_gather(&idx, base, ty.lanes, &neighbour);
+                }
                 let mut parts = Vec::new();
                 for j in 0..n {
                     let lanes_here = (ty.lanes as usize - j * per).min(per);
                     let part = self.v128_local();
                     for k in 0..lanes_here {
                         self.emit(I::LocalGet(base));
-                        self.extract_lane(&idx, (j * per + k) as u16, Type::I32);
-                        if shift > 0 {
-                            self.emit(I::I32Const(shift));
-                            self.emit(I::I32Shl);
-                        }
+                        self.lane_offset(&idx, (j * per + k) as u16, shift);
                         self.emit(I::I32Add);
                         let m = mem(0, shift as u32);
                         if k == 0 {
@@ -1098,6 +1385,195 @@ impl FnBuilder<'_> {
         self.finish_load(v, buf.ty, mask_bits)
     }
 
+    /// A local holding `buf.base + (scalar << shift)`, the base address of a
+    /// gather, computed once per statement (the gathers of a grid's
+    /// corners and channels share a few bases).
+    fn gather_base(
+        &mut self,
+        buf: &crate::emit::BufBinding,
+        scalar: &Expr,
+        shift: i32,
+    ) -> VResult<u32> {
+        let key = Expr::var(Type::I32, format!("%base.{}.{shift}.{scalar}", buf.name));
+        if let Some(cache) = &self.vector_cache
+            && let Some(hit) = cache.iter().rev().find(|c| {
+                c.expr == key
+                    && c.deps
+                        .as_ref()
+                        .is_some_and(|deps| deps.iter().all(|(n, id)| self.local_binding(n) == *id))
+            })
+        {
+            return Ok(hit.value.parts[0]);
+        }
+        self.emit(I::LocalGet(buf.base));
+        self.expr(scalar)?;
+        if shift > 0 {
+            self.emit(I::I32Const(shift));
+            self.emit(I::I32Shl);
+        }
+        self.emit(I::I32Add);
+        let local = self.set_new_local(ValType::I32);
+        let deps = self.binding_deps(scalar);
+        if let Some(cache) = &mut self.vector_cache
+            && deps.is_some()
+        {
+            cache.push(CachedVector {
+                expr: key,
+                key_bits: u8::MAX,
+                value: VecVal {
+                    parts: vec![local],
+                    lane_bits: 32,
+                    lanes: 1,
+                },
+                deps,
+            });
+        }
+        Ok(local)
+    }
+
+    /// `e` with the let-bound vector variables among the terms of its sum
+    /// replaced by their values (`depth` levels deep), when those values
+    /// still mean what they meant at their lets: `g[c1]` with `c1 = (a + b)
+    /// + x4(s)` is then a gather at `a + b` from a base moved by `s`, and
+    /// shares its lanes with `g[c0]`, `c0 = a + b`.
+    fn expand_sum(&self, e: &Expr, depth: u32) -> Expr {
+        match e.kind() {
+            ExprKind::Binary {
+                op: op @ (BinOp::Add | BinOp::Sub),
+                a,
+                b,
+            } if depth > 0 => {
+                let a = self.expand_sum(a, depth);
+                let b = self.expand_sum(b, depth);
+                Expr::binary(*op, a, b)
+            }
+            ExprKind::Var(name) if depth > 0 => {
+                let Some(Binding::Vector(v)) = self.lookup(name) else {
+                    return e.clone();
+                };
+                let found = self
+                    .let_values
+                    .iter()
+                    .rev()
+                    .find(|(n, id, _, _)| n == name && *id == v.parts[0]);
+                match found {
+                    Some((_, _, value, deps))
+                        if deps.iter().all(|(n, id)| self.local_binding(n) == *id) =>
+                    {
+                        self.expand_sum(value, depth - 1)
+                    }
+                    _ => e.clone(),
+                }
+            }
+            _ => e.clone(),
+        }
+    }
+
+    /// Pushes `idx[lane] << shift`, the byte offset of one gather lane. It
+    /// is kept in a local for the rest of the statement, so gathers with
+    /// the same lane indices at other bases (the channels of a grid)
+    /// extract each lane once.
+    fn lane_offset(&mut self, idx: &VecVal, lane: u16, shift: i32) {
+        let per = lanes_per_part(idx.lane_bits);
+        let register = idx.parts[(lane / per) as usize];
+        // A name no variable has: the cache entry stands for this lane.
+        let key = Expr::var(
+            Type::I32,
+            format!("%lane.{register}.{}.{shift}", lane % per),
+        );
+        if let Some(cache) = &self.vector_cache
+            && let Some(hit) = cache
+                .iter()
+                .rev()
+                .find(|c| c.deps.is_some() && c.expr == key)
+        {
+            self.emit(I::LocalGet(hit.value.parts[0]));
+            return;
+        }
+        self.extract_lane(idx, lane, Type::I32);
+        if shift > 0 {
+            self.emit(I::I32Const(shift));
+            self.emit(I::I32Shl);
+        }
+        if self.vector_cache.is_some() {
+            let local = self.local(ValType::I32);
+            self.emit(I::LocalTee(local));
+            if let Some(cache) = &mut self.vector_cache {
+                cache.push(CachedVector {
+                    expr: key,
+                    key_bits: u8::MAX,
+                    value: VecVal {
+                        parts: vec![local],
+                        lane_bits: 32,
+                        lanes: 1,
+                    },
+                    deps: Some(Vec::new()),
+                });
+            }
+        }
+    }
+
+    /// Gathers the 32-bit elements at `base + 4 * idx[k]` and their
+    /// neighbours one element up with one 64-bit load per lane, then splits
+    /// the pairs with two shuffles per four lanes. Returns the lower
+    /// elements; the upper ones are cached as the value of `neighbour`,
+    /// which the statement reads later. Half the lane extractions and loads
+    /// of two separate gathers (trilinear interpolation reads `g[i]` and
+    /// `g[i + 1]` at every corner).
+    fn paired_gather(
+        &mut self,
+        idx: &VecVal,
+        base: u32,
+        lanes: u16,
+        neighbour: &Expr,
+    ) -> VResult<VecVal> {
+        let mut lower = Vec::new();
+        let mut upper = Vec::new();
+        for j in 0..(lanes / 4) {
+            // Two registers of two pairs each: [a0 b0 a1 b1], [a2 b2 a3 b3].
+            let mut halves = [0; 2];
+            for (h, half) in halves.iter_mut().enumerate() {
+                let reg = self.v128_local();
+                for k in 0..2u16 {
+                    self.emit(I::LocalGet(base));
+                    self.lane_offset(idx, j * 4 + h as u16 * 2 + k, 2);
+                    self.emit(I::I32Add);
+                    let m = mem(0, 2);
+                    if k == 0 {
+                        self.emit(I::V128Load64Zero(m));
+                    } else {
+                        self.emit(I::LocalGet(reg));
+                        self.emit(I::V128Load64Lane { memarg: m, lane: 1 });
+                    }
+                    self.emit(I::LocalSet(reg));
+                }
+                *half = reg;
+            }
+            for (pick, out) in [(0u8, &mut lower), (1u8, &mut upper)] {
+                let mut lanes = [0u8; 16];
+                for (k, lane) in lanes.chunks_mut(4).enumerate() {
+                    let first = (k as u8 * 2 + pick) * 4;
+                    for (b, byte) in lane.iter_mut().enumerate() {
+                        *byte = first + b as u8;
+                    }
+                }
+                self.emit(I::LocalGet(halves[0]));
+                self.emit(I::LocalGet(halves[1]));
+                self.emit(I::I8x16Shuffle(lanes));
+                let l = self.v128_local();
+                self.emit(I::LocalSet(l));
+                out.push(l);
+            }
+        }
+        let value = |parts| VecVal {
+            parts,
+            lane_bits: 32,
+            lanes,
+        };
+        self.cache_vector(neighbour, 0, &value(upper));
+        Ok(value(lower))
+    }
+
     /// The byte address of element `base` of `buf` as a local plus a
     /// constant byte offset, for `uses` accesses at further constant
     /// offsets: the address is computed once. With a single use the address
@@ -1127,9 +1603,46 @@ impl FnBuilder<'_> {
     /// Stores a vector; dense ramps become v128 stores.
     pub(crate) fn vstore(&mut self, buffer: &str, index: &Expr, value: &Expr) -> VResult<()> {
         let outer = self.vector_cache.replace(Vec::new());
+        let outer_gathers = std::mem::replace(&mut self.statement_gathers, gathers_of(value));
+        let outer_scopes = std::mem::replace(&mut self.statement_scopes, self.scopes.len());
         let r = self.vstore_shared(buffer, index, value);
         self.vector_cache = outer;
+        self.statement_gathers = outer_gathers;
+        self.statement_scopes = outer_scopes;
         r
+    }
+
+    /// The gather `buffer[index + 1]` (same lanes and type as `e`) that the
+    /// current statement also reads, when `e = buffer[index]` is a gather
+    /// of 32-bit elements whose index is `v + s` for a constant `s` (or
+    /// just `v`).
+    fn gather_neighbour(&self, e: &Expr, buffer: &str, index: &Expr) -> Option<Expr> {
+        let (lanes, scalar) = split_gather_index(index);
+        let offset = match &scalar {
+            None => 0,
+            Some(s) => s.as_int()?,
+        };
+        self.statement_gathers
+            .iter()
+            .find(|g| {
+                let ExprKind::Load {
+                    buffer: other,
+                    index: other_index,
+                } = g.kind()
+                else {
+                    return false;
+                };
+                if other != buffer || g.ty() != e.ty() {
+                    return false;
+                }
+                let (other_lanes, other_scalar) = split_gather_index(other_index);
+                let other_offset = match &other_scalar {
+                    None => Some(0),
+                    Some(s) => s.as_int(),
+                };
+                other_offset == Some(offset + 1) && other_lanes == lanes
+            })
+            .cloned()
     }
 
     /// [`Self::vstore`] with the statement's cache of computed values set up.
@@ -1259,6 +1772,23 @@ impl FnBuilder<'_> {
                 let hi = self.map2(&a, &b, minmax_instr(false, bits, signed));
                 let lo = self.map2(&a, &b, minmax_instr(true, bits, signed));
                 Ok(self.map2(&hi, &lo, int_instr(BinOp::Sub, bits, false).unwrap()))
+            }
+            Intrinsic::Lerp if float && args[2].ty().element().is_float() && ty.bits == 32 => {
+                // `a * (1 - w) + b * w` with the same separately rounded
+                // operations as the scalar expansion (`math::expand_lerp`),
+                // so each lane is bit-exact; computed lane by lane it would
+                // also take every gather in `a` and `b` apart.
+                let a = self.vexpr(&args[0], 32)?;
+                let b = self.vexpr(&args[1], 32)?;
+                let w = self.vexpr(&args[2], 32)?;
+                // As an expression, so lerps with one weight share it.
+                let one_minus_w = self.vexpr(
+                    &Expr::sub(Expr::broadcast(Expr::f32(1.0), ty.lanes), args[2].clone()),
+                    32,
+                )?;
+                let a_part = self.map2(&a, &one_minus_w, I::F32x4Mul);
+                let b_part = self.map2(&b, &w, I::F32x4Mul);
+                Ok(self.map2(&a_part, &b_part, I::F32x4Add))
             }
             _ => Err(VErr::Unsupported),
         }
@@ -1527,7 +2057,7 @@ impl FnBuilder<'_> {
         };
         if !div {
             // x - q * c, exact in 16-bit lanes since q * c <= x.
-            let prod = self.with_const(&q, c as i64, I::I16x8Mul);
+            let prod = self.with_const(&q, c, I::I16x8Mul);
             q = self.map2(&wide, &prod, I::I16x8Sub);
         }
         Some(if ty.bits == 8 {

@@ -4,7 +4,7 @@
 mod common;
 mod programs;
 
-use argent_ir::{BinOp, BufferRole, Expr, ForKind, Stmt, Type};
+use argent_ir::{BinOp, BufferRole, Expr, ForKind, Intrinsic, Stmt, Type};
 use argent_wasm::{CodegenError, CodegenOptions, compile};
 use common::*;
 use expect_test::{Expect, expect};
@@ -110,31 +110,31 @@ fn add_u8_is_one_i8x16_add_per_16_lanes() {
     check_inner_loop(
         &add_u8(16),
         expect![[r#"
-            local.get 1
-            local.get 13
-            i32.const 16
-            i32.mul
-            i32.add
-            v128.load align=1
-            local.set 15
-            local.get 5
-            local.get 13
-            i32.const 16
-            i32.mul
-            i32.add
-            v128.load align=1
-            local.set 16
-            local.get 15
             local.get 16
-            i8x16.add
-            local.set 17
-            local.get 9
-            local.get 13
-            i32.const 16
-            i32.mul
-            i32.add
+            v128.load align=1
+            local.set 18
             local.get 17
+            v128.load align=1
+            local.set 19
+            local.get 18
+            local.get 19
+            i8x16.add
+            local.set 20
+            local.get 15
+            local.get 20
             v128.store align=1
+            local.get 15
+            i32.const 16
+            i32.add
+            local.set 15
+            local.get 16
+            i32.const 16
+            i32.add
+            local.set 16
+            local.get 17
+            i32.const 16
+            i32.add
+            local.set 17
             local.get 13
             i32.const 1
             i32.add
@@ -150,54 +150,46 @@ fn blur_uses_unaligned_loads_at_constant_offsets() {
     check_inner_loop(
         &blur3_u16(8),
         expect![[r#"
-            local.get 1
-            local.get 9
-            i32.const 16
-            i32.mul
-            i32.add
+            local.get 12
             v128.load align=1
-            local.set 13
-            local.get 1
-            local.get 9
-            i32.const 16
-            i32.mul
-            i32.add
-            v128.load offset=2 align=1
-            local.set 14
-            local.get 13
-            local.get 14
-            i16x8.add
             local.set 15
-            local.get 1
-            local.get 9
-            i32.const 16
-            i32.mul
-            i32.add
-            v128.load offset=4 align=1
+            local.get 12
+            v128.load offset=2 align=1
             local.set 16
             local.get 15
             local.get 16
             i16x8.add
             local.set 17
+            local.get 12
+            v128.load offset=4 align=1
+            local.set 18
             local.get 17
-            local.get 11
+            local.get 18
+            i16x8.add
+            local.set 19
+            local.get 19
+            local.get 13
             i32x4.extmul_low_i16x8_u
             i32.const 17
             i32x4.shr_u
-            local.get 17
-            local.get 11
+            local.get 19
+            local.get 13
             i32x4.extmul_high_i16x8_u
             i32.const 17
             i32x4.shr_u
             i16x8.narrow_i32x4_u
-            local.set 18
-            local.get 5
-            local.get 9
-            i32.const 16
-            i32.mul
-            i32.add
-            local.get 18
+            local.set 20
+            local.get 11
+            local.get 20
             v128.store align=1
+            local.get 11
+            i32.const 16
+            i32.add
+            local.set 11
+            local.get 12
+            i32.const 16
+            i32.add
+            local.set 12
             local.get 9
             i32.const 1
             i32.add
@@ -213,43 +205,43 @@ fn rgba_channel_load_is_four_loads_and_three_shuffles() {
     check_inner_loop(
         &rgba_roundtrip(),
         expect![[r#"
-            local.get 19
-            local.get 15
-            i32.const 64
-            i32.mul
-            i32.add
-            local.set 20
-            local.get 20
-            v128.load align=1
-            local.set 21
-            local.get 20
-            v128.load offset=16 align=1
-            local.set 22
-            local.get 20
-            v128.load offset=32 align=1
-            local.set 23
-            local.get 20
-            v128.load offset=48 align=1
-            local.set 24
             local.get 21
+            local.set 22
             local.get 22
-            i8x16.shuffle 0 4 8 12 16 20 24 28 0 0 0 0 0 0 0 0
+            v128.load align=1
+            local.set 23
+            local.get 22
+            v128.load offset=16 align=1
+            local.set 24
+            local.get 22
+            v128.load offset=32 align=1
             local.set 25
+            local.get 22
+            v128.load offset=48 align=1
+            local.set 26
             local.get 23
             local.get 24
-            i8x16.shuffle 0 0 0 0 0 0 0 0 0 4 8 12 16 20 24 28
-            local.set 26
+            i8x16.shuffle 0 4 8 12 16 20 24 28 0 0 0 0 0 0 0 0
+            local.set 27
             local.get 25
             local.get 26
-            i8x16.shuffle 0 1 2 3 4 5 6 7 24 25 26 27 28 29 30 31
-            local.set 27
-            local.get 18
-            local.get 15
-            i32.const 16
-            i32.mul
-            i32.add
+            i8x16.shuffle 0 0 0 0 0 0 0 0 0 4 8 12 16 20 24 28
+            local.set 28
             local.get 27
+            local.get 28
+            i8x16.shuffle 0 1 2 3 4 5 6 7 24 25 26 27 28 29 30 31
+            local.set 29
+            local.get 19
+            local.get 29
             v128.store align=1
+            local.get 19
+            i32.const 16
+            i32.add
+            local.set 19
+            local.get 21
+            i32.const 64
+            i32.add
+            local.set 21
             local.get 15
             i32.const 1
             i32.add
@@ -271,31 +263,31 @@ fn saturating_add_becomes_add_sat_u() {
     check_inner_loop(
         &module,
         expect![[r#"
-            local.get 1
-            local.get 13
-            i32.const 16
-            i32.mul
-            i32.add
-            v128.load align=1
-            local.set 15
-            local.get 5
-            local.get 13
-            i32.const 16
-            i32.mul
-            i32.add
-            v128.load align=1
-            local.set 16
-            local.get 15
             local.get 16
-            i8x16.add_sat_u
-            local.set 17
-            local.get 9
-            local.get 13
-            i32.const 16
-            i32.mul
-            i32.add
+            v128.load align=1
+            local.set 18
             local.get 17
+            v128.load align=1
+            local.set 19
+            local.get 18
+            local.get 19
+            i8x16.add_sat_u
+            local.set 20
+            local.get 15
+            local.get 20
             v128.store align=1
+            local.get 15
+            i32.const 16
+            i32.add
+            local.set 15
+            local.get 16
+            i32.const 16
+            i32.add
+            local.set 16
+            local.get 17
+            i32.const 16
+            i32.add
+            local.set 17
             local.get 13
             i32.const 1
             i32.add
@@ -360,12 +352,14 @@ fn loop_invariant_scalars_and_broadcasts_are_computed_before_the_loop() {
     let text = wat(&module, CodegenOptions::default());
     let body = inner_loop(&text);
     let count = |op: &str| body.lines().filter(|l| l.starts_with(op)).count();
-    // The two `x * 8`, and no `p * q`; the add, and no splat.
+    // No `p * q` and no `x * 8` (both addresses are pointers advanced by
+    // 16 bytes); the add, and no splat.
     assert_eq!(
         (count("i32.mul"), count("i16x8.splat"), count("i16x8.add")),
-        (2, 0, 1),
+        (0, 0, 1),
         "{body}"
     );
+    assert_eq!(body.matches("i32.const 16\ni32.add").count(), 2, "{body}");
     assert_eq!(text.matches("i16x8.splat").count(), 1, "{text}");
 }
 
@@ -385,6 +379,29 @@ fn f32_division_by_a_power_of_two_is_a_multiply() {
     assert_eq!(by(0.5), (0, 1));
     // 3 has no exact reciprocal.
     assert_eq!(by(3.0), (1, 0));
+}
+
+#[test]
+fn f32_lerp_is_whole_vectors_not_lanes() {
+    // lerp(a, b, w) = a * (1 - w) + b * w on f32x8: two registers, each one
+    // sub, two muls and an add; the `1` is splat once, before the loop.
+    let module = elementwise(Type::F32, Type::F32, 8, |a, b| {
+        let w = Expr::mul(b.clone(), Expr::broadcast(Expr::f32(0.5), 8));
+        Expr::intrinsic(Type::F32.with_lanes(8), Intrinsic::Lerp, vec![a, b, w])
+    });
+    let body = inner_loop(&wat(&module, CodegenOptions::default()));
+    let count = |op: &str| body.lines().filter(|l| l.starts_with(op)).count();
+    assert_eq!(
+        (
+            count("f32x4.sub"),
+            count("f32x4.mul"),
+            count("f32x4.add"),
+            count("f32x4.extract_lane"),
+            count("f32x4.splat"),
+        ),
+        (2, 6, 2, 0, 0),
+        "{body}"
+    );
 }
 
 #[test]
@@ -419,9 +436,13 @@ fn strided_store_computes_its_address_once() {
     let expected: Vec<String> = (0..16).map(|i| format!("offset={}", 1 + 3 * i)).collect();
     assert_eq!(offsets, expected, "{body}");
     assert_eq!(
-        body.lines().filter(|l| *l == "i32.mul").count(),
-        2,
-        "one `x * 48` for the store, one `x * 16` for the load:\n{body}"
+        (
+            body.lines().filter(|l| *l == "i32.mul").count(),
+            body.matches("i32.const 48\ni32.add").count(),
+            body.matches("i32.const 16\ni32.add").count(),
+        ),
+        (0, 1, 1),
+        "the store's address advances by 48 bytes, the load's by 16:\n{body}"
     );
 }
 
@@ -463,6 +484,222 @@ fn gather_loads_lanes_in_place_and_adds_broadcast_terms_once() {
             count("f32.load")
         ),
         (1, 3, 0, 0),
+        "{body}"
+    );
+}
+
+#[test]
+fn neighbouring_gathers_load_pairs() {
+    // out[x..] = a[i] + a[i + 1] with i = idx[x..]: one 64-bit load per
+    // lane (four in all) and two shuffles, instead of eight 32-bit loads.
+    let i = Expr::load(Type::I32.with_lanes(4), "idx", dense(x() * 4, 4));
+    let body = for_loop(
+        "x",
+        Expr::i32(0),
+        Expr::var_i32("n"),
+        ForKind::Serial,
+        store(
+            "out",
+            dense(x() * 4, 4),
+            Expr::add(
+                Expr::load(Type::F32.with_lanes(4), "a", i.clone()),
+                Expr::load(
+                    Type::F32.with_lanes(4),
+                    "a",
+                    Expr::add(i, Expr::broadcast(Expr::i32(1), 4)),
+                ),
+            ),
+        ),
+    );
+    let module = module(
+        vec![
+            buffer("idx", Type::I32, 1, BufferRole::Input),
+            buffer("a", Type::F32, 1, BufferRole::Input),
+            buffer("out", Type::F32, 1, BufferRole::Output),
+        ],
+        vec![param("n", Type::I32)],
+        body,
+    );
+    let body = inner_loop(&wat(&module, CodegenOptions::default()));
+    let count = |op: &str| body.lines().filter(|l| l.starts_with(op)).count();
+    assert_eq!(
+        (
+            count("v128.load64_zero"),
+            count("v128.load64_lane"),
+            count("i8x16.shuffle"),
+            count("v128.load32"),
+            count("i32x4.extract_lane"),
+        ),
+        (2, 2, 2, 0, 4),
+        "{body}"
+    );
+}
+
+#[test]
+fn invariant_vectors_are_computed_before_the_innermost_loop() {
+    // for x { for c in 0..n { out[(x*n + c)*4 ..] = a[x*4 ..] * a[x*4 ..] + b[c*4 ..] } }:
+    // the product does not change with `c`, so the inner loop only loads
+    // `b` and adds.
+    let c = Expr::var_i32("c");
+    let ax = Expr::load(Type::F32.with_lanes(4), "a", dense(x() * 4, 4));
+    let inner = for_loop(
+        "c",
+        Expr::i32(0),
+        Expr::var_i32("n"),
+        ForKind::Serial,
+        store(
+            "out",
+            dense(
+                Expr::mul(Expr::add(x() * Expr::var_i32("n"), c.clone()), Expr::i32(4)),
+                4,
+            ),
+            Expr::add(
+                Expr::mul(ax.clone(), ax),
+                Expr::load(Type::F32.with_lanes(4), "b", dense(c * 4, 4)),
+            ),
+        ),
+    );
+    let body = for_loop(
+        "x",
+        Expr::i32(0),
+        Expr::var_i32("m"),
+        ForKind::Serial,
+        inner,
+    );
+    let module = module(
+        vec![
+            buffer("a", Type::F32, 1, BufferRole::Input),
+            buffer("b", Type::F32, 1, BufferRole::Input),
+            buffer("out", Type::F32, 1, BufferRole::Output),
+        ],
+        vec![param("n", Type::I32), param("m", Type::I32)],
+        body,
+    );
+    let text = wat(&module, CodegenOptions::default());
+    let body = inner_loop(&text);
+    let count = |op: &str| body.lines().filter(|l| l.starts_with(op)).count();
+    assert_eq!(
+        (count("f32x4.mul"), count("f32x4.add"), count("v128.load")),
+        (0, 1, 1),
+        "{body}"
+    );
+    assert_eq!(text.matches("f32x4.mul").count(), 1, "{text}");
+}
+
+#[test]
+fn consecutive_scalar_stores_share_values() {
+    // out[2x] = a[x] * 3 / 7; out[2x + 1] = a[x] * 3 / 7 + 1: one load of
+    // `a` and one division per iteration.
+    let v = Expr::div(
+        Expr::mul(Expr::load(Type::F32, "a", x()), Expr::f32(3.0)),
+        Expr::f32(7.0),
+    );
+    let body = for_loop(
+        "x",
+        Expr::i32(0),
+        Expr::var_i32("n"),
+        ForKind::Serial,
+        Stmt::Block(vec![
+            store("out", x() * 2, v.clone()),
+            store(
+                "out",
+                Expr::add(x() * 2, Expr::i32(1)),
+                Expr::add(v, Expr::f32(1.0)),
+            ),
+        ]),
+    );
+    let module = module(
+        vec![
+            buffer("a", Type::F32, 1, BufferRole::Input),
+            buffer("out", Type::F32, 1, BufferRole::Output),
+        ],
+        vec![param("n", Type::I32)],
+        body,
+    );
+    let body = inner_loop(&wat(&module, CodegenOptions::default()));
+    let count = |op: &str| body.lines().filter(|l| l.starts_with(op)).count();
+    assert_eq!(
+        (count("f32.load"), count("f32.div"), count("f32.store")),
+        (1, 1, 2),
+        "{body}"
+    );
+}
+
+#[test]
+fn inlined_copies_with_renamed_lets_compute_once() {
+    // (let a = i * 3 in a * a + a) + (let b = i * 3 in b * b + b), i32x4:
+    // the second copy's `b` binds the registers of `a`, so `b * b + b` is
+    // recognised as `a * a + a`: two multiplies in all, not four.
+    let i = Expr::load(Type::I32.with_lanes(4), "a", dense(x() * 4, 4));
+    let copy = |name: &str| {
+        let v = Expr::var(Type::I32.with_lanes(4), name);
+        Expr::let_in(
+            name,
+            Expr::mul(i.clone(), Expr::broadcast(Expr::i32(3), 4)),
+            Expr::add(Expr::mul(v.clone(), v.clone()), v),
+        )
+    };
+    let module = module(
+        vec![
+            buffer("a", Type::I32, 1, BufferRole::Input),
+            buffer("out", Type::I32, 1, BufferRole::Output),
+        ],
+        vec![param("n", Type::I32)],
+        for_loop(
+            "x",
+            Expr::i32(0),
+            Expr::var_i32("n"),
+            ForKind::Serial,
+            store("out", dense(x() * 4, 4), Expr::add(copy("a1"), copy("b1"))),
+        ),
+    );
+    let body = inner_loop(&wat(&module, CodegenOptions::default()));
+    let count = |op: &str| body.lines().filter(|l| l.starts_with(op)).count();
+    assert_eq!((count("i32x4.mul"), count("i32x4.add")), (2, 2), "{body}");
+}
+
+#[test]
+fn gathers_at_one_index_from_several_bases_extract_each_lane_once() {
+    // out[x..] = g[c0] + g[c1] with c0 = idx[x..], c1 = idx[x..] + x4(p):
+    // the lanes of `idx` are extracted once; `c1` reads from a base moved
+    // by `p` (the let still computes `c1` itself, the one add, which the
+    // engine drops as unused).
+    let idx = Expr::load(Type::I32.with_lanes(4), "idx", dense(x() * 4, 4));
+    let var = |n: &str| Expr::var(Type::I32.with_lanes(4), n);
+    let g = |index: Expr| Expr::load(Type::F32.with_lanes(4), "g", index);
+    let value = Expr::let_in(
+        "c0",
+        idx.clone(),
+        Expr::let_in(
+            "c1",
+            Expr::add(idx, Expr::broadcast(Expr::var_i32("p"), 4)),
+            Expr::add(g(var("c0")), g(var("c1"))),
+        ),
+    );
+    let module = module(
+        vec![
+            buffer("idx", Type::I32, 1, BufferRole::Input),
+            buffer("g", Type::F32, 1, BufferRole::Input),
+            buffer("out", Type::F32, 1, BufferRole::Output),
+        ],
+        vec![param("p", Type::I32), param("n", Type::I32)],
+        for_loop(
+            "x",
+            Expr::i32(0),
+            Expr::var_i32("n"),
+            ForKind::Serial,
+            store("out", dense(x() * 4, 4), value),
+        ),
+    );
+    let body = inner_loop(&wat(&module, CodegenOptions::default()));
+    let count = |op: &str| body.lines().filter(|l| l.starts_with(op)).count();
+    assert_eq!(
+        (
+            count("i32x4.extract_lane"),
+            count("v128.load32_lane"),
+            count("i32x4.add")
+        ),
+        (4, 6, 1),
         "{body}"
     );
 }

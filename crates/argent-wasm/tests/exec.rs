@@ -5,7 +5,7 @@
 mod common;
 mod programs;
 
-use argent_ir::{AssertKind, BinOp, Expr, Intrinsic, Module, Type};
+use argent_ir::{AssertKind, BinOp, BufferRole, Expr, ForKind, Intrinsic, Module, Stmt, Type};
 use argent_wasm::{CodegenOptions, compile};
 use common::*;
 use programs::*;
@@ -760,6 +760,135 @@ fn float_vectors_and_intrinsics() {
     check_cases(&batch);
 }
 
+/// Consecutive scalar stores share computed values but re-read what an
+/// earlier one stored: `b[x] = a[x] + 1; b[x] = b[x] * 3 + (a[x] + 1)`, and
+/// a histogram-like update of two cells at an index computed from `a`.
+#[test]
+fn consecutive_scalar_stores_reread_what_they_store() {
+    let n = 24usize;
+    let a = || Expr::load(Type::I32, "a", x());
+    let a1 = || Expr::add(a(), Expr::i32(1));
+    let cell = || Expr::binary(BinOp::BitAnd, Expr::mul(a(), Expr::i32(5)), Expr::i32(7));
+    let h = |index: Expr| Expr::load(Type::I32, "h", index);
+    let body = for_loop(
+        "x",
+        Expr::i32(0),
+        Expr::i32(n as i64),
+        ForKind::Serial,
+        Stmt::Block(vec![
+            store("b", x(), a1()),
+            store(
+                "b",
+                x(),
+                Expr::add(
+                    Expr::mul(Expr::load(Type::I32, "b", x()), Expr::i32(3)),
+                    a1(),
+                ),
+            ),
+            store("h", cell(), Expr::add(h(cell()), Expr::i32(1))),
+            store(
+                "h",
+                Expr::add(cell(), Expr::i32(8)),
+                Expr::add(h(Expr::add(cell(), Expr::i32(8))), a()),
+            ),
+            store(
+                "h",
+                cell(),
+                Expr::add(h(cell()), h(Expr::add(cell(), Expr::i32(8)))),
+            ),
+        ]),
+    );
+    let module = module(
+        vec![
+            buffer("a", Type::I32, 1, BufferRole::Input),
+            buffer("b", Type::I32, 1, BufferRole::Output),
+            buffer("h", Type::I32, 1, BufferRole::Output),
+        ],
+        vec![],
+        body,
+    );
+    let values: Vec<u8> = (0..n)
+        .flat_map(|j| (((j * 13 + 5) % 17) as i32).to_le_bytes())
+        .collect();
+    check_cases(&[case(
+        module,
+        vec![
+            typed(values, 4),
+            typed(vec![0; 4 * n], 4),
+            typed(vec![0; 4 * 16], 4),
+        ],
+        vec![],
+    )]);
+}
+
+/// Gathers of neighbouring elements (`a[i]`, `a[i + 1]`, as trilinear
+/// interpolation reads them) are loaded as pairs and split with shuffles;
+/// the values must be those of separate gathers, for 4 and 8 lanes, with
+/// a third neighbour `a[i + 2]` and an index offset by a parameter.
+#[test]
+fn paired_gathers_match_separate_loads() {
+    let n = 32usize;
+    let m = 40usize;
+    let mut batch = Vec::new();
+    for lanes in [4u16, 8] {
+        let idx = Expr::load(
+            Type::I32.with_lanes(lanes),
+            "idx",
+            dense(x() * lanes as i64, lanes),
+        );
+        let i = Expr::var(Type::I32.with_lanes(lanes), "i");
+        let k = |c: i64| Expr::broadcast(Expr::i32(c), lanes);
+        let at = |index: Expr| Expr::load(Type::F32.with_lanes(lanes), "a", index);
+        let shifted = Expr::add(i.clone(), Expr::broadcast(Expr::var_i32("p"), lanes));
+        let value = Expr::add(
+            Expr::sub(
+                Expr::mul(at(i.clone()), Expr::broadcast(Expr::f32(0.25), lanes)),
+                Expr::add(
+                    at(Expr::add(i.clone(), k(1))),
+                    at(Expr::add(i.clone(), k(2))),
+                ),
+            ),
+            Expr::sub(at(Expr::add(shifted.clone(), k(1))), at(shifted)),
+        );
+        let body = for_loop(
+            "x",
+            Expr::i32(0),
+            Expr::i32((n / lanes as usize) as i64),
+            ForKind::Serial,
+            store(
+                "out",
+                dense(x() * lanes as i64, lanes),
+                Expr::let_in("i", idx, value),
+            ),
+        );
+        let module = module(
+            vec![
+                buffer("idx", Type::I32, 1, BufferRole::Input),
+                buffer("a", Type::F32, 1, BufferRole::Input),
+                buffer("out", Type::F32, 1, BufferRole::Output),
+            ],
+            vec![param("p", Type::I32)],
+            body,
+        );
+        let indices: Vec<u8> = (0..n)
+            .flat_map(|j| (((j * 7 + 3) % (m - 5)) as i32).to_le_bytes())
+            .collect();
+        let values: Vec<u8> = (0..m)
+            .flat_map(|j| ((j as f32) * 1.37 - 11.0).to_le_bytes())
+            .collect();
+        batch.push(case(
+            module,
+            vec![
+                typed(indices, 4),
+                typed(values, 4),
+                typed(vec![0; 4 * n], 4),
+            ],
+            vec![V::I(2)],
+        ));
+    }
+    check_cases(&batch);
+}
+
 /// `exp`, `sin`, `pow` and `lerp` reach the backend unexpanded and are
 /// compiled through their `argent_ir::math` expansions (u64
 /// intermediates for 32-bit lerp included).
@@ -803,6 +932,26 @@ fn transcendentals_and_lerp_via_expansions() {
         ],
         vec![],
     ));
+    // f32 lerp with a float weight is computed as whole vectors (4 and 8
+    // lanes); each lane must equal the scalar expansion bit for bit.
+    for lanes in [4, 8] {
+        let module = elementwise(Type::F32, Type::F32, lanes, |a, b| {
+            let w = Expr::mul(b.clone(), Expr::broadcast(Expr::f32(0.37), lanes));
+            Expr::intrinsic(Type::F32.with_lanes(lanes), Intrinsic::Lerp, vec![a, b, w])
+        });
+        let values: Vec<u8> = (0..n)
+            .flat_map(|k| ((k as f32) * 0.77 - 5.3).to_le_bytes())
+            .collect();
+        batch.push(case(
+            module.clone(),
+            vec![
+                typed(values.clone(), 4),
+                typed(values.iter().rev().copied().collect(), 4),
+                typed(vec![0; 4 * n], 4),
+            ],
+            vec![],
+        ));
+    }
     for ty in [Type::U8, Type::I16, Type::U32, Type::I32] {
         let lanes = 4;
         let module = elementwise(ty, ty, lanes, |a, b| {

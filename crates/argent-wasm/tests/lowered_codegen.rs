@@ -57,72 +57,131 @@ fn box_blur_steady_state_is_v128_without_clamps() {
     let wat = example_wat("box_blur.ag");
     expect![[r#"
         7 steady-state loops; the first:
-        local.get 426
+        local.get 422
         i32.const 8
         i32.mul
         local.get 9
         i32.add
-        local.get 422
+        local.get 418
         i32.add
-        local.get 432
+        local.get 428
         i32.add
         local.get 2
         i32.sub
         local.set 437
+        local.get 432
+        v128.load align=1
+        local.set 161
         local.get 434
-        local.get 426
-        i32.const 16
-        i32.mul
-        i32.add
-        v128.load align=1
-        local.set 360
-        local.get 435
-        local.get 426
-        i32.const 16
-        i32.mul
-        i32.add
         v128.load offset=2 align=1
-        local.set 359
-        local.get 360
-        local.get 359
+        local.set 207
+        local.get 161
+        local.get 207
         i16x8.add
-        local.set 358
+        local.set 171
         local.get 436
-        local.get 426
-        i32.const 16
-        i32.mul
-        i32.add
         v128.load align=1
-        local.set 357
-        local.get 358
-        local.get 357
+        local.set 172
+        local.get 171
+        local.get 172
         i16x8.add
-        local.set 355
-        local.get 355
-        local.get 356
+        local.set 208
+        local.get 208
+        local.get 384
         i32x4.extmul_low_i16x8_u
         i32.const 17
         i32x4.shr_u
-        local.get 355
-        local.get 356
+        local.get 208
+        local.get 384
         i32x4.extmul_high_i16x8_u
         i32.const 17
         i32x4.shr_u
         i16x8.narrow_i32x4_u
-        local.set 364
-        local.get 433
-        local.get 426
-        i32.const 16
-        i32.mul
-        i32.add
-        local.get 364
+        local.set 173
+        local.get 430
+        local.get 173
         v128.store offset=512 align=1
-        local.get 426
+        local.get 430
+        i32.const 16
+        i32.add
+        local.set 430
+        local.get 432
+        i32.const 16
+        i32.add
+        local.set 432
+        local.get 434
+        i32.const 16
+        i32.add
+        local.set 434
+        local.get 436
+        i32.const 16
+        i32.add
+        local.set 436
+        local.get 422
         i32.const 1
         i32.add
-        local.tee 426
-        local.get 427
+        local.tee 422
+        local.get 423
         i32.lt_s
         br_if 0 (;@9;)"#]]
     .assert_eq(&steady_loops(&wat));
+}
+
+/// examples/bilateral_grid.ag: the histogram's `select(c == 0, ..)` is
+/// resolved per unrolled channel before code generation; the slicing
+/// loops gather grid corners as neighbour pairs (64-bit loads) and blend
+/// them with whole-vector lerps (no lane extraction of floats); and the
+/// colour loop over the channels computes the luma before it.
+#[test]
+fn bilateral_grid_resolves_channel_selects_and_pairs_gathers() {
+    let path = format!(
+        "{}/../../examples/bilateral_grid.ag",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let source = std::fs::read_to_string(&path).expect("the example exists");
+    let pipeline = argent_lang::compile(&source).expect("the example compiles");
+    let lowered = argent_lower::lower::lower(&pipeline, &Default::default()).expect("it lowers");
+    let ir = lowered.module.body.to_string();
+    assert!(
+        !ir.contains("histogram.s1.c =="),
+        "the unrolled channel is constant"
+    );
+    let wat = example_wat("bilateral_grid.ag");
+    let loops = innermost_loops(&wat);
+    let count = |body: &[String], op: &str| body.iter().filter(|i| i.starts_with(op)).count();
+    let slicing: Vec<&Vec<String>> = loops
+        .iter()
+        .filter(|b| count(b, "v128.load64_zero") > 0)
+        .collect();
+    assert!(!slicing.is_empty(), "paired gathers in the slicing loops");
+    for body in &slicing {
+        // Eight corners of two channels: 16 pairs, 2 lanes per 64-bit load
+        // instruction kind, no float lane extraction.
+        assert_eq!(
+            (
+                count(body, "v128.load64_zero"),
+                count(body, "v128.load64_lane"),
+                count(body, "f32x4.extract_lane"),
+                count(body, "f32.load"),
+            ),
+            (16, 16, 0, 0),
+            "{}",
+            body.join("\n")
+        );
+    }
+    // The interleaved colour loops (16 byte stores per channel) convert
+    // only the channel they write: one u8 -> f32 conversion (4 registers),
+    // not four (the luma's three channels are computed before the loop).
+    // Loops whose store is under an `if` (the last, partial strip of rows)
+    // keep the luma inside: its loads run only when the condition holds.
+    let colour: Vec<&Vec<String>> = loops
+        .iter()
+        .filter(|b| {
+            count(b, "i32.store8") == 16 && count(b, "i8x16.shuffle") > 0 && count(b, "if") == 0
+        })
+        .collect();
+    assert!(!colour.is_empty());
+    for body in colour {
+        assert_eq!(count(body, "f32x4.convert_i32x4"), 4, "{}", body.join("\n"));
+    }
 }

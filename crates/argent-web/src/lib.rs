@@ -18,6 +18,13 @@
 pub mod abi;
 pub mod api;
 pub mod describe;
+pub mod small_blocks;
+
+/// In the page, small blocks come from size-class free lists (see
+/// [`small_blocks`]): the compiler allocates millions of them.
+#[cfg(all(target_arch = "wasm32", not(target_feature = "atomics")))]
+#[global_allocator]
+static ALLOCATOR: small_blocks::SizeClassAllocator = small_blocks::SizeClassAllocator::new();
 
 use wasm_bindgen::prelude::*;
 

@@ -1,0 +1,55 @@
+//! Compiles each named program many times with the page's driver
+//! (`api::compile`, the same code the wasm-bindgen export runs) and prints
+//! the median time of each phase: a native stand-in for the compile time
+//! in the page, and a steady loop to profile with `perf record`.
+//!
+//! `cargo run --release -p argent-web --example compile_bench -- [-n N] FILE.ag...`
+
+use argent_web::api::{CompileResponse, compile};
+use std::time::Instant;
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+fn main() {
+    let mut iterations = 50;
+    let mut files = Vec::new();
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        if arg == "-n" {
+            iterations = args
+                .next()
+                .and_then(|n| n.parse().ok())
+                .expect("-n takes a count");
+        } else {
+            files.push(arg);
+        }
+    }
+    let start = Instant::now();
+    let now_ms = move || start.elapsed().as_secs_f64() * 1000.0;
+    for file in files {
+        let source = std::fs::read_to_string(&file).expect("readable source file");
+        let (mut parse, mut lower, mut codegen, mut total) = (vec![], vec![], vec![], vec![]);
+        let mut bytes = 0;
+        for _ in 0..iterations {
+            let (response, wasm) = compile(&source, "", &now_ms);
+            let CompileResponse::Ok { timings, .. } = response else {
+                panic!("{file} does not compile: {response:?}");
+            };
+            parse.push(timings.parse);
+            lower.push(timings.lower);
+            codegen.push(timings.codegen);
+            total.push(timings.total);
+            bytes = wasm.len();
+        }
+        println!(
+            "{file}: total {:.2} ms (parse {:.2}, lower {:.2}, codegen {:.2}), {bytes} bytes, median of {iterations}",
+            median(total),
+            median(parse),
+            median(lower),
+            median(codegen),
+        );
+    }
+}
