@@ -1,0 +1,37 @@
+// Compile times inside headless Chromium: the page (www/) loads the npm
+// package, and `runtime.compile` of each example runs in its compiler worker;
+// medians of 9 after one compile. Usage: node bench/page-compile.mjs [example...]
+import { createRequire } from "node:module";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+const REPO = join(dirname(fileURLToPath(import.meta.url)), "..");
+const { chromium } = createRequire(join(REPO, "web", "package.json"))("playwright-core");
+const { startServer } = await import(join(REPO, "www", "serve.mjs"));
+const names = process.argv.slice(2).length ? process.argv.slice(2) : ["box_blur", "unsharp_mask", "local_laplacian", "camera_pipe"];
+const server = await startServer({ port: 0 });
+const context = await chromium.launchPersistentContext(mkdtempSync(join(tmpdir(), "chr-")), {
+  executablePath: "/usr/bin/chromium", headless: true,
+  args: ["--no-sandbox", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+});
+const page = await context.newPage();
+await page.goto(`${server.url}/www/index.html?autorun=0`);
+const out = await page.evaluate(async (names) => {
+  const { createRuntime } = await import("/web/dist/index.js");
+  const runtime = await createRuntime({ threads: 1 });
+  const med = (a) => { const s = [...a].sort((x, y) => x - y); return s[s.length >> 1]; };
+  const lines = [navigator.userAgent];
+  for (const name of names) {
+    const src = await (await fetch(`/examples/${name}.ag`)).text();
+    const first = (await runtime.compile(src)).timings.toBytes;
+    const t = { toBytes: [], lower: [], codegen: [] };
+    for (let i = 0; i < 9; i++) { const p = await runtime.compile(src); for (const k of Object.keys(t)) t[k].push(p.timings[k]); }
+    lines.push(`${name}: toBytes ${med(t.toBytes).toFixed(1)} ms (lower ${med(t.lower).toFixed(1)}, codegen ${med(t.codegen).toFixed(1)}) median of 9, min ${Math.min(...t.toBytes).toFixed(1)}, first ${first.toFixed(0)}`);
+  }
+  await runtime.dispose();
+  return lines.join("\n");
+}, names);
+console.log(out);
+await context.close();
+await server.close();
