@@ -56,72 +56,66 @@ fn steady_loops(wat: &str) -> String {
 fn box_blur_steady_state_is_v128_without_clamps() {
     let wat = example_wat("box_blur.ag");
     expect![[r#"
-        7 steady-state loops; the first:
-        local.get 422
+        1 steady-state loops; the first:
+        local.get 793
         i32.const 8
         i32.mul
-        local.get 9
+        local.get 794
         i32.add
-        local.get 418
-        i32.add
-        local.get 428
-        i32.add
-        local.get 2
-        i32.sub
-        local.set 437
-        local.get 432
-        v128.load align=1
-        local.set 161
-        local.get 434
-        v128.load offset=2 align=1
-        local.set 207
-        local.get 161
-        local.get 207
+        local.set 728
+        local.get 788
+        v128.load offset=512 align=1
+        local.set 781
+        local.get 744
+        v128.load offset=1024 align=1
+        local.set 779
+        local.get 781
+        local.get 779
         i16x8.add
-        local.set 171
-        local.get 436
+        local.set 374
+        local.get 703
         v128.load align=1
-        local.set 172
-        local.get 171
-        local.get 172
+        local.set 664
+        local.get 374
+        local.get 664
         i16x8.add
-        local.set 208
-        local.get 208
-        local.get 384
+        local.set 753
+        local.get 753
+        local.get 797
         i32x4.extmul_low_i16x8_u
         i32.const 17
         i32x4.shr_u
-        local.get 208
-        local.get 384
+        local.get 753
+        local.get 797
         i32x4.extmul_high_i16x8_u
         i32.const 17
         i32x4.shr_u
         i16x8.narrow_i32x4_u
-        local.set 173
-        local.get 430
-        local.get 173
-        v128.store offset=512 align=1
-        local.get 430
+        local.set 754
+        local.get 790
+        local.get 754
+        v128.store align=1
+        local.get 790
         i32.const 16
         i32.add
-        local.set 430
-        local.get 432
+        local.set 790
+        local.get 788
         i32.const 16
         i32.add
-        local.set 432
-        local.get 434
+        local.set 788
+        local.get 744
         i32.const 16
         i32.add
-        local.set 434
-        local.get 436
+        local.set 744
+        local.get 703
         i32.const 16
         i32.add
-        local.set 436
-        local.get 422
+        local.set 703
+        local.get 793
         i32.const 1
         i32.add
-        local.tee 422
-        local.get 423
+        local.tee 793
+        local.get 792
         i32.lt_s
         br_if 0 (;@9;)"#]]
     .assert_eq(&steady_loops(&wat));
