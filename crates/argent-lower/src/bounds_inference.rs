@@ -94,13 +94,20 @@ impl BoxFinder<'_> {
         let Some(before) = before else {
             return;
         };
-        let Some(mut b) = std::mem::replace(&mut self.result, before) else {
-            return;
-        };
         let guard = if positive {
             guard.clone()
         } else {
             Expr::not(guard.clone())
+        };
+        self.empty_unless(guard, before);
+    }
+
+    /// Replace the box found since `before` was taken by the union of
+    /// `before` and that box emptied where `guard` fails (see
+    /// `guarded_branch`).
+    fn empty_unless(&mut self, guard: Expr, before: Option<Box_>) {
+        let Some(mut b) = std::mem::replace(&mut self.result, before) else {
+            return;
         };
         if let Some(iv) = b.last_mut()
             && let (Some(lo), Some(hi)) = (&iv.min, &iv.max)
@@ -294,6 +301,37 @@ impl BoxFinder<'_> {
                     Expr::i32(1),
                 ));
                 let hi = bounds_of_expr(&last, &mut self.scope);
+                // A fused loop whose extent names only variables bound outside
+                // the walk has one trip count for the whole walk: where it
+                // is not positive the body touches nothing, as for a guard
+                // (see `guarded_branch`). Interval bounds of the loop
+                // variable cannot say so: a fused loop over a consumer's
+                // region that a sliding window emptied (min above max)
+                // rebuilds its variables with clamps, bounded as the
+                // point `[min, max(max, min)]`, so the producers' regions
+                // grew past the rows their own producers computed
+                // (multiscale_interpolation seed 125).
+                let mut names = Vec::new();
+                free_vars(extent, &mut names);
+                // Only fused loops (their extent is the product of the
+                // fused extents): a plain loop `for (v, min, max - min + 1)`
+                // bounds `v` as `[min, max]`, already empty there, and
+                // guarding every loop would bloat every region.
+                let fused = matches!(
+                    extent.kind(),
+                    ExprKind::Binary {
+                        op: argent_ir::BinOp::Mul,
+                        ..
+                    }
+                );
+                let outer_extent = fused
+                    && crate::arith::const_int(extent).is_none()
+                    && names.iter().all(|n| !self.scope.contains(n));
+                let before = if outer_extent {
+                    Some(self.result.take())
+                } else {
+                    None
+                };
                 self.scope.push(
                     var,
                     Interval {
@@ -303,6 +341,10 @@ impl BoxFinder<'_> {
                 );
                 self.stmt(body);
                 self.scope.pop();
+                if let Some(before) = before {
+                    let positive = Expr::binary(argent_ir::BinOp::Gt, extent.clone(), Expr::i32(0));
+                    self.empty_unless(positive, before);
+                }
             }
             Stmt::Provide { func, args, value } => {
                 if self.include_provides && func == self.target {

@@ -5,7 +5,8 @@
 //! iterations stored. Each value is then computed once.
 
 use crate::arith::{Monotonic, monotonic, simplify};
-use crate::schedule_tree::{Level, ScheduleTree};
+use crate::schedule_tree::{Level, ScheduleTree, Transform};
+use argent_ir::TailStrategy;
 use argent_ir::visit::{Mutator, expr_uses_var, mutate_stmt_children, substitute};
 use argent_ir::{Expr, ExprKind, ForKind, Stmt};
 use std::collections::HashMap;
@@ -66,6 +67,15 @@ pub fn sliding_window(tree: &ScheduleTree, body: &Stmt) -> Stmt {
             continue;
         }
         let loop_var = format!("{func}.s{stage}.{var}");
+        // A func computed inside the loop with a rounded-up loop has a
+        // footprint that sliding can enlarge (see `rounded_up_dims`).
+        let loop_level = (func.as_str(), *stage, var.as_str());
+        if tree.funcs.iter().any(|g| {
+            computed_within(tree, &g.name, loop_level, 0)
+                && !rounded_up_dims(tree, &g.name).is_empty()
+        }) {
+            continue;
+        }
         let mut m = Slider {
             func: &sched.name,
             loop_var: &loop_var,
@@ -75,6 +85,81 @@ pub fn sliding_window(tree: &ScheduleTree, body: &Stmt) -> Stmt {
         stmt = m.mutate_stmt(&stmt);
     }
     stmt
+}
+
+/// Whether `func` is computed at the loop `level` (func, stage, var) or
+/// inside a func computed there, at any depth.
+fn computed_within(
+    tree: &ScheduleTree,
+    func: &str,
+    level: (&str, usize, &str),
+    depth: usize,
+) -> bool {
+    let Some(Level::At {
+        func: owner,
+        stage,
+        var,
+    }) = tree.func(func).map(|s| &s.compute)
+    else {
+        return false;
+    };
+    if (owner.as_str(), *stage, var.as_str()) == level {
+        return true;
+    }
+    depth < tree.funcs.len() && computed_within(tree, owner, level, depth + 1)
+}
+
+/// The pure dimensions of `func` whose loops are rounded up: a
+/// `round_up` split of the dimension, or of a variable split or fused from
+/// it, makes the loop run past the region's max, to
+/// `min + factor * ceil(extent / factor) - 1`. That end is not monotonic
+/// in the min: raising the min of the region, which sliding does to the
+/// slid func and to every func whose region follows from it inside the
+/// loop, can raise it past what bounds inference gave the producers
+/// computed outside the loop (their regions come from the regions before
+/// sliding). No func computed inside such a loop slides
+/// (multiscale_interpolation seed 60: `interp_7.split(y, .., 4,
+/// round_up)`, whose region follows from the slid `interp_6`, computed
+/// rows 1..=4 for the window `[1, 1]` and read `down_6` past its rows).
+fn rounded_up_dims(tree: &ScheduleTree, func: &str) -> Vec<String> {
+    let Some(band) = tree.band(func, 0) else {
+        return Vec::new();
+    };
+    let Some(f) = tree.pipeline.func(func) else {
+        return Vec::new();
+    };
+    f.args
+        .iter()
+        .filter(|arg| {
+            let mut derived = vec![arg.to_string()];
+            let mut rounded = false;
+            for t in &band.transforms {
+                match t {
+                    Transform::Split {
+                        old,
+                        outer,
+                        inner,
+                        tail,
+                        ..
+                    } if derived.contains(old) => {
+                        rounded |= *tail == TailStrategy::RoundUp;
+                        derived.push(outer.clone());
+                        derived.push(inner.clone());
+                    }
+                    Transform::Fuse {
+                        inner,
+                        outer,
+                        fused,
+                    } if derived.contains(inner) || derived.contains(outer) => {
+                        derived.push(fused.clone());
+                    }
+                    _ => {}
+                }
+            }
+            rounded
+        })
+        .cloned()
+        .collect()
 }
 
 struct Slider<'a> {

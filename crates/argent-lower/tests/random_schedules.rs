@@ -320,22 +320,16 @@ fn seed_count(name: &str, costly: Option<&[(&str, u64)]>) -> u64 {
 const KNOWN_HANGS: [(&str, u64); 0] = [];
 
 /// Open bugs: (example, seed) whose lowered program is wrong, checked to
-/// still fail so that a fix shows up. Empty: harris seed 22 (a fused loop
+/// still fail so that a fix shows up. Empty: multiscale_interpolation 60
+/// and 125 are fixed, see
+/// `sliding_does_not_move_rounded_up_loops_past_their_producers` and
+/// `a_fused_loop_over_a_slid_empty_region_asks_nothing_of_its_producers`;
+/// harris seed 22 (a fused loop
 /// over an empty region ran a positive number of times) is fixed, see
 /// `a_fused_loop_over_an_empty_region_runs_no_iteration`, and so are
 /// gaussian5x5 46, sobel 112 and unsharp_mask 178, see
 /// `clamped_loop_variables_outside_their_range_keep_their_producers`.
-/// multiscale_interpolation 60 (already wrong before that fix) and 125
-/// (wrong since it) read a root pyramid level one past its storage: a
-/// region that the sliding window empties (min above max) makes the
-/// regions computed from it grow, because the bounds of a clamp of an
-/// unbounded value (`interp_2.fuse(y, c, ..)`'s `xy / extent`) are
-/// `[lo, max(hi, lo)]`, a point where the old, unsound rule kept the
-/// range empty. Found by `SEEDS=200 ONLY=multiscale_interpolation`.
-const KNOWN_WRONG: [(&str, u64); 2] = [
-    ("multiscale_interpolation.ag", 60),
-    ("multiscale_interpolation.ag", 125),
-];
+const KNOWN_WRONG: [(&str, u64); 0] = [];
 
 /// How often an unboundable schedule is drawn again, and the distance
 /// between the seeds of one stream (seed `s` tries `s`, `s + STRIDE`, ...).
@@ -704,4 +698,69 @@ fn clamped_loop_variables_outside_their_range_keep_their_producers() {
             );
         }
     }
+}
+
+/// Regression (multiscale_interpolation seed 60): `interp_7`'s rows are
+/// split with `round_up`, so its loop runs to
+/// `min + 4 * ceil(extent / 4) - 1`, past its region's max. Its region
+/// follows from `interp_6`'s, which slides along `out`'s rows: the raised
+/// min moved that end past every row bounds inference had given the root
+/// level `down_6` (computed from the regions before sliding), which was
+/// read one past its storage. No func computed in a loop that holds a
+/// rounded-up func slides now.
+#[test]
+fn sliding_does_not_move_rounded_up_loops_past_their_producers() {
+    run_example_with_schedule(
+        "multiscale_interpolation.ag",
+        "schedule {
+           down_0.compute_root()
+           down_1.compute_root()
+           down_2.compute_root()
+           down_3.compute_root()
+           down_4.compute_root()
+           down_5.compute_root()
+           down_6.compute_root()
+           out.split(y, yo, yi, 32)
+           interp_1.store_at(out, yo).compute_at(out, yi)
+           interp_2.store_at(out, yo).compute_at(out, yi)
+           interp_3.store_at(out, yo).compute_at(out, yi)
+           interp_4.store_at(out, yo).compute_at(out, yi)
+           interp_5.store_at(out, yo).compute_at(out, yi)
+           interp_6.store_at(out, yo).compute_at(out, yi)
+           interp_7.store_at(out, yo).compute_at(out, yi).split(y, yo, yi, 4, round_up)
+         }",
+    );
+}
+
+/// Regression (multiscale_interpolation seed 125): `interp_2.fuse(y, c,
+/// yc)` rebuilds `y` and `c` from the fused variable with clamps to the
+/// region. Where the sliding window empties `interp_2`'s region (its min
+/// one above its max), the fused loop runs no iteration, but the clamps
+/// were bounded as the point `[min, max(max, min)]`, so `interp_3`'s
+/// region reached past the rows the root level `down_3` computed, and
+/// `down_3` was read past its storage. A loop whose extent names only
+/// outer variables now gives an empty box where that extent is not
+/// positive.
+#[test]
+fn a_fused_loop_over_a_slid_empty_region_asks_nothing_of_its_producers() {
+    run_example_with_schedule(
+        "multiscale_interpolation.ag",
+        "schedule {
+           down_0.compute_root()
+           down_1.compute_root()
+           down_2.compute_root()
+           down_3.compute_root()
+           down_4.compute_root()
+           down_5.compute_root()
+           down_6.compute_root()
+           out.split(y, yo, yi, 32)
+           interp_1.store_at(out, yo).compute_at(out, yi)
+           interp_2.store_at(out, yo).compute_at(out, yi).fuse(y, c, yc)
+           interp_3.store_at(out, yo).compute_at(out, yi)
+           interp_4.store_at(out, yo).compute_at(out, yi)
+           interp_5.store_at(out, yo).compute_at(out, yi)
+           interp_6.store_at(out, yo).compute_at(out, yi)
+           interp_7.store_at(out, yo).compute_at(out, yi)
+         }",
+    );
 }
