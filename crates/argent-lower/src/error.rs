@@ -2,7 +2,7 @@
 //! schedule) and names the directive; a [`LowerBug`] is the compiler's and
 //! should never happen; [`LowerError`] is what `lower` returns.
 
-use argent_ir::{Directive, DirectiveKind, Span, StageRef};
+use argent_ir::{Directive, DirectiveKind, Span, StageRef, TailStrategy};
 use std::fmt;
 
 /// An invalid schedule, pointing at the directive that made it invalid.
@@ -197,14 +197,22 @@ pub fn directive_text(d: &Directive) -> String {
     };
     let opt =
         |e: &Option<argent_ir::Expr>| e.as_ref().map(|e| format!(", {e}")).unwrap_or_default();
+    // The tail strategy is part of the directive: a printed schedule that
+    // dropped it would not reproduce what ran (round_up changes bounds).
+    let tail_text = |tail: &TailStrategy| match tail {
+        TailStrategy::Auto => "",
+        TailStrategy::RoundUp => ", round_up",
+        TailStrategy::GuardWithIf => ", guard_with_if",
+        TailStrategy::ShiftInwards => ", shift_inwards",
+    };
     let args = match &d.kind {
         DirectiveKind::Split {
             old,
             outer,
             inner,
             factor,
-            ..
-        } => format!("{old}, {outer}, {inner}, {factor}"),
+            tail,
+        } => format!("{old}, {outer}, {inner}, {factor}{}", tail_text(tail)),
         DirectiveKind::Fuse {
             inner,
             outer,
@@ -222,9 +230,10 @@ pub fn directive_text(d: &Directive) -> String {
             yi,
             x_factor,
             y_factor,
-            ..
+            tail,
         } => {
-            format!("{x}, {y}, {xo}, {yo}, {xi}, {yi}, {x_factor}, {y_factor}")
+            let tail = tail_text(tail);
+            format!("{x}, {y}, {xo}, {yo}, {xi}, {yi}, {x_factor}, {y_factor}{tail}")
         }
         DirectiveKind::Vectorize { var, factor } | DirectiveKind::Unroll { var, factor } => {
             format!("{var}{}", opt(factor))

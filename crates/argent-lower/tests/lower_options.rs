@@ -65,6 +65,32 @@ fn random_schedules_are_reproducible_and_vary_with_the_seed() {
 }
 
 #[test]
+fn printed_directives_keep_their_tail_strategy() {
+    // A failing random schedule is printed so it can be re-run: a split's
+    // tail strategy changes the bounds, so the text must carry it.
+    let text = "blur_y.split(y, yo, yi, 4, round_up)\n\
+                blur_y.tile(x, y, xo, yo, xi, yi, 8, 8, guard_with_if)\n\
+                blur_x.split(x, xo, xi, 8)";
+    let p = common::with_schedule(common::blur(), text);
+    let printed: Vec<String> = p
+        .schedule
+        .directives
+        .iter()
+        .map(argent_lower::error::directive_text)
+        .collect();
+    expect![[r#"
+        [
+            "blur_y.split(y, yo, yi, 4, round_up)",
+            "blur_y.tile(x, y, xo, yo, xi, yi, 8, 8, guard_with_if)",
+            "blur_x.split(x, xo, xi, 8)",
+        ]
+    "#]]
+    .assert_debug_eq(&printed);
+    let again = common::with_schedule(common::blur(), &printed.join("\n"));
+    assert_eq!(again.schedule.directives, p.schedule.directives);
+}
+
+#[test]
 fn rfactor_makes_the_histogram_parallel() {
     let p = common::with_schedule(common::histogram(), "hist.update(0).rfactor(r.y, v)");
     let lowered = lower(&p, &LowerOptions::default()).unwrap();
