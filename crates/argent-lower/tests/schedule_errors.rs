@@ -187,9 +187,9 @@ fn invalid_schedules_name_the_directive() {
         cdf.update(0).parallel(ri)
           => error[S011]: in `cdf.update(0).parallel(ri)`: iterations of reduction variable `ri` of cdf.update(0) depend on each other (the update reads values other iterations write); use rfactor to make it parallel
         cdf.update(0).split(ri, a, b, 4, round_up)
-          => error[S027]: in `cdf.update(0).split(ri, a, b, 4)`: `ri` is a reduction variable: rounding up or shifting inwards would reduce some points twice; use guard_with_if
+          => error[S027]: in `cdf.update(0).split(ri, a, b, 4, round_up)`: `ri` is a reduction variable: rounding up or shifting inwards would reduce some points twice; use guard_with_if
         hist.update(0).split(r.x, a, b, 4, shift_inwards)
-          => error[S027]: in `hist.update(0).split(r.x, a, b, 4)`: `r.x` is a reduction variable: rounding up or shifting inwards would reduce some points twice; use guard_with_if
+          => error[S027]: in `hist.update(0).split(r.x, a, b, 4, shift_inwards)`: `r.x` is a reduction variable: rounding up or shifting inwards would reduce some points twice; use guard_with_if
         cdf.compute_root().update(0).split(ri, a, b, 4)
           => (accepted)
         cdf.update(0).rfactor(ri, v)
