@@ -123,19 +123,7 @@ impl Finder<'_, '_> {
                 self.outside.insert(n.clone(), known);
                 return known;
             }
-            ExprKind::Cast { value, .. } | ExprKind::Unary { value, .. } => vec![value],
-            ExprKind::Binary { a, b, .. } => vec![a, b],
-            ExprKind::Select {
-                cond,
-                then,
-                otherwise,
-            } => vec![cond, then, otherwise],
-            ExprKind::Call { args, .. } => args.iter().collect(),
-            ExprKind::Let { value, body, .. } => vec![value, body],
-            ExprKind::Load { index, .. } => vec![index],
-            ExprKind::Ramp { base, stride, .. } => vec![base, stride],
-            ExprKind::Broadcast { value, .. } => vec![value],
-            ExprKind::Shuffle { vectors, .. } => vectors.iter().collect(),
+            _ => operands(e),
         };
         let invariant: Vec<bool> = children.iter().map(|c| self.scan(c)).collect();
         // Loads may see stores of the loop; lets bind names of the body.
@@ -534,19 +522,7 @@ impl VectorFinder<'_, '_> {
                 self.scan(cond);
                 return false;
             }
-            ExprKind::Cast { value, .. } | ExprKind::Unary { value, .. } => vec![value],
-            ExprKind::Binary { a, b, .. } => vec![a, b],
-            ExprKind::Select {
-                cond,
-                then,
-                otherwise,
-            } => vec![cond, then, otherwise],
-            ExprKind::Call { args, .. } => args.iter().collect(),
-            ExprKind::Let { value, body, .. } => vec![value, body],
-            ExprKind::Load { index, .. } => vec![index],
-            ExprKind::Ramp { base, stride, .. } => vec![base, stride],
-            ExprKind::Broadcast { value, .. } => vec![value],
-            ExprKind::Shuffle { vectors, .. } => vectors.iter().collect(),
+            _ => operands(e),
         };
         let invariant: Vec<bool> = children.iter().map(|c| self.scan(c)).collect();
         let movable = match e.kind() {
@@ -670,5 +646,26 @@ impl FnBuilder<'_> {
             .rev()
             .find(|(k, _)| std::ptr::eq(k.kind(), e.kind()) || k == e)
             .map(|(_, v)| v.clone())
+    }
+}
+
+/// The operands of an expression that is not a leaf (leaves have none), in
+/// the order both invariance scans visit them.
+fn operands(e: &Expr) -> Vec<&Expr> {
+    match e.kind() {
+        ExprKind::IntImm(_) | ExprKind::FloatImm(_) | ExprKind::Var(_) => Vec::new(),
+        ExprKind::Cast { value, .. } | ExprKind::Unary { value, .. } => vec![value],
+        ExprKind::Binary { a, b, .. } => vec![a, b],
+        ExprKind::Select {
+            cond,
+            then,
+            otherwise,
+        } => vec![cond, then, otherwise],
+        ExprKind::Call { args, .. } => args.iter().collect(),
+        ExprKind::Let { value, body, .. } => vec![value, body],
+        ExprKind::Load { index, .. } => vec![index],
+        ExprKind::Ramp { base, stride, .. } => vec![base, stride],
+        ExprKind::Broadcast { value, .. } => vec![value],
+        ExprKind::Shuffle { vectors, .. } => vectors.iter().collect(),
     }
 }
