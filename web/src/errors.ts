@@ -38,6 +38,7 @@ export type RunErrorKind =
   | "disposed"
   | "busy"
   | "worker-failed"
+  | "aborted"
   | "trap";
 
 /** A run did not complete; nothing was written to the outputs. */

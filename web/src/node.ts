@@ -22,6 +22,8 @@ export interface PhotoRunOptions {
   params?: [string, string][];
   /** `WxH`. */
   size?: string;
+  /** Cancels the run (see `RunRequest.signal`). */
+  signal?: AbortSignal;
 }
 
 /** Parses a parameter's text as the Rust CLI does. */
@@ -114,7 +116,7 @@ export async function runOnPhotos(
   options: PhotoRunOptions,
   outputPath: string,
 ): Promise<{ result: RunResult; written: string[]; rasters: Raster[] }> {
-  const result = await pipeline.run(await requestFromPhotos(pipeline, options));
+  const result = await pipeline.run({ ...(await requestFromPhotos(pipeline, options)), signal: options.signal });
   const written: string[] = [];
   const rasters: Raster[] = [];
   for (const output of pipeline.outputs) {

@@ -156,6 +156,16 @@ export interface RunRequest {
    * result's `data` is then that array; a failed run leaves it untouched.
    */
   into?: Record<string, PixelArray>;
+  /**
+   * Cancels the run (for example when a slider moved on, or after a time
+   * limit: `AbortSignal.timeout(ms)`). A run that has not started rejects at
+   * once; a running one stops where it is: its workers are terminated, so
+   * nothing waits for the generated code to reach a check, and the next run
+   * starts fresh workers and instantiates its pipeline again (tens of
+   * milliseconds, once). Either way the run rejects with an
+   * `ArgentRunError` of kind `"aborted"` and writes no output.
+   */
+  signal?: AbortSignal;
 }
 
 /** What `Pipeline.run` resolves to. */
@@ -734,19 +744,31 @@ export class Pipeline {
     } catch (error) {
       return Promise.reject(error);
     }
+    const { signal } = request;
+    if (signal?.aborted) return Promise.reject(abortedError(signal));
     return this.runtime.enqueue(async () => {
       if (this.disposed || this.runtime.isDisposed) {
         throw new ArgentRunError("disposed", "this pipeline was disposed before its run started");
       }
+      if (signal?.aborted) throw abortedError(signal);
       await this.load();
       const pool = this.loadedIn!;
-      if (this.runtime.mode === "tiles") {
-        const tiled = await this.runTiles(pool, prepared, called);
-        if (tiled) return tiled;
+      if (signal?.aborted) throw abortedError(signal);
+      // Runs are queued, so the pool runs nothing but this run: breaking
+      // it stops exactly this run, wherever its workers are.
+      const abort = () => pool.fail(abortedError(signal!));
+      signal?.addEventListener("abort", abort, { once: true });
+      try {
+        if (this.runtime.mode === "tiles") {
+          const tiled = await this.runTiles(pool, prepared, called);
+          if (tiled) return tiled;
+        }
+        return await (this.memory
+          ? this.runInPlace(pool, this.memory, prepared, called)
+          : this.runOnDriver(pool, prepared, called));
+      } finally {
+        signal?.removeEventListener("abort", abort);
       }
-      return this.memory
-        ? this.runInPlace(pool, this.memory, prepared, called)
-        : this.runOnDriver(pool, prepared, called);
     });
   }
 
@@ -1032,4 +1054,10 @@ export class Pipeline {
     this.loadedIn = null;
     this.memory = null;
   }
+}
+
+/** The error a run rejects with when its signal aborts it. */
+function abortedError(signal: AbortSignal): ArgentRunError {
+  const reason = signal.reason instanceof Error ? `: ${signal.reason.message}` : "";
+  return new ArgentRunError("aborted", `the run was aborted${reason}`);
 }

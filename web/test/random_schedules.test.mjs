@@ -29,6 +29,11 @@ const DEFAULT_SEEDS = 1;
 const SEEDS = Number(process.env.ARGENT_RANDOM_SEEDS ?? DEFAULT_SEEDS);
 const skip = SEEDS > 0 ? false : "ARGENT_RANDOM_SEEDS=0";
 const REDRAWS = 10;
+// A schedule may legitimately recompute so much that it runs for minutes
+// (a producer computed per lane of a vectorised consumer recomputes a
+// row per point): such a run is aborted after this long and its seed
+// counts as refused, replaced by the next one. ARGENT_RUN_LIMIT_S sets it.
+const RUN_LIMIT_MS = Number(process.env.ARGENT_RUN_LIMIT_S ?? 60) * 1000;
 const REDRAW_STRIDE = 2 ** 32 + 1;
 
 // Known gaps, each with its reason: reported as TODO, so a fix shows up
@@ -82,6 +87,7 @@ function legitimateRefusal(error) {
   // before anything runs (over-estimated regions of data-dependent
   // coordinates are bounded by the index type's range).
   if (/more than the memory can grow to/.test(String(error?.message))) return "needs more than 4 GiB";
+  if (error?.kind === "aborted") return `runs over ${RUN_LIMIT_MS / 1000} s`;
   return null;
 }
 
@@ -97,6 +103,7 @@ for (const name of examples) {
         const runtime = runtimes.get(config);
         const failures = [];
         let refused = 0;
+        const reasons = new Map();
         let redrawn = 0;
         // Seeds are tried in order until SEEDS of them have been compared
         // (a refused seed is replaced by the next one), at most TRIES.
@@ -120,8 +127,10 @@ for (const name of examples) {
             }
           }
           if (compileError) {
-            if (legitimateRefusal(compileError)) {
+            const reason = legitimateRefusal(compileError);
+            if (reason) {
               refused++;
+              reasons.set(reason, (reasons.get(reason) ?? 0) + 1);
               continue;
             }
             failures.push(`seed ${seed}: does not compile: ${compileError.rendered ?? compileError.message}`);
@@ -135,10 +144,12 @@ for (const name of examples) {
             const out = join(scratch, `${name}-${config.threads}.png`);
             let rasters;
             try {
-              ({ rasters } = await runOnPhotos(pipeline, { inputs: photos }, out));
+              ({ rasters } = await runOnPhotos(pipeline, { inputs: photos, signal: AbortSignal.timeout(RUN_LIMIT_MS) }, out));
             } catch (error) {
-              if (legitimateRefusal(error)) {
+              const reason = legitimateRefusal(error);
+              if (reason) {
                 refused++;
+                reasons.set(reason, (reasons.get(reason) ?? 0) + 1);
                 continue;
               }
               throw error;
@@ -164,7 +175,8 @@ for (const name of examples) {
         }
         // Refusals (unboundable regions, inputs too small for round-up
         // splits) are legitimate one by one, but not for most seeds.
-        t.diagnostic(`${tried - refused} of ${tried} seeds compared, ${refused} refused, ${redrawn} drawn again`);
+        const why = [...reasons].map(([reason, n]) => `${n} ${reason}`).join(", ");
+        t.diagnostic(`${tried - refused} of ${tried} seeds compared, ${refused} refused${why ? ` (${why})` : ""}, ${redrawn} drawn again`);
         assert.ok(tried - refused >= SEEDS, `only ${tried - refused} of ${tried} seeds could be compared (${refused} refused)`);
         assert.equal(failures.length, 0, `${failures.length} of ${tried} seeds fail:\n${failures.join("\n")}`);
       });

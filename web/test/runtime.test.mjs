@@ -246,6 +246,74 @@ describe("run", () => {
     pipeline.dispose();
   });
 
+  test("a scan stored outside the parallel loop that computes it gets storage per iteration, so threads do not share it", async () => {
+    // histogram_equalize's algorithm under random schedule 179: every
+    // iteration of the parallel y loop recomputes the whole cdf scan. One
+    // buffer at the x loop would be reset by one thread while another is
+    // halfway through its scan.
+    const algorithm = readFileSync(fileURLToPath(new URL("../../examples/histogram_equalize.ag", import.meta.url)), "utf8").split("schedule {")[0];
+    const pipeline = await runtime.compile(`${algorithm}
+schedule {
+  hist.compute_root()
+  out.reorder(y, x).parallel(y)
+  cdf.compute_at(out, y).store_at(out, x)
+}
+`);
+    const image = grayImage(61, 47);
+    const hist = new Array(256).fill(0);
+    for (const v of image.data) hist[v]++;
+    const cdf = [];
+    hist.reduce((sum, n, i) => (cdf[i] = sum + n), 0);
+    const expected = Array.from(image.data, (v) => Math.floor((cdf[v] * 255) / (61 * 47)));
+    for (let i = 0; i < 5; i++) {
+      const { outputs, stats } = await pipeline.run({ inputs: { img: image } });
+      assert.deepEqual(Array.from(outputs.out.data), expected);
+      assert.equal(stats.iterationsPerThread.reduce((a, b) => a + b, 0), 61 * 47);
+    }
+    pipeline.dispose();
+  });
+
+  test("a run is aborted by its signal, before or while it runs, and the next run works", async () => {
+    // Each output value sums a 4096-wide window of its row: seconds for a
+    // 1024x1024 image, so the abort lands mid-run.
+    const source = `
+input u8 in(x, y)
+rdom r = [0 .. 4096]
+out(x, y) = u8(sum(u32(in((x + r.x) % in.width, y))) % 251)
+output out
+schedule { out.parallel(y) }
+`;
+    const large = grayImage(1024, 1024);
+    const small = grayImage(37, 5);
+    const expected = [];
+    for (let y = 0; y < 5; y++) {
+      for (let x = 0; x < 37; x++) {
+        let sum = 0;
+        for (let k = 0; k < 4096; k++) sum += small.data[y * 37 + ((x + k) % 37)];
+        expected.push(sum % 251);
+      }
+    }
+    // Shared memory on two threads, and a driver with its own memory.
+    const unshared = await createRuntime({ threads: 1, sharedMemory: false });
+    for (const rt of [runtime, unshared]) {
+      const pipeline = await rt.compile(source);
+      const beforeStart = new AbortController();
+      beforeStart.abort();
+      await assert.rejects(pipeline.run({ inputs: { in: large }, signal: beforeStart.signal }), (e) => e instanceof ArgentRunError && e.kind === "aborted");
+      const midRun = new AbortController();
+      const running = pipeline.run({ inputs: { in: large }, signal: midRun.signal });
+      setTimeout(() => midRun.abort(new Error("the slider moved")), 100);
+      await assert.rejects(running, (e) => e instanceof ArgentRunError && e.kind === "aborted" && /the slider moved/.test(e.message));
+      // The next runs start fresh workers and compute the right values.
+      for (let i = 0; i < 2; i++) {
+        const { outputs } = await pipeline.run({ inputs: { in: small } });
+        assert.deepEqual(Array.from(outputs.out.data), expected);
+      }
+      pipeline.dispose();
+    }
+    unshared.dispose();
+  });
+
   test("an input smaller than needed is reported with the region needed and given", async () => {
     const pipeline = await runtime.compile(SHIFT);
     const error = await pipeline.run({ inputs: { in: grayImage(20, 10) } }).then(

@@ -1360,7 +1360,76 @@ fn resolve_call_schedule(
             }
         }
     }
+    for s in &mut scheds {
+        if let Some(level) = private_store_level(&s.compute, &s.store, &level_of_func, bands) {
+            s.store = level;
+        }
+    }
     Ok(scheds)
+}
+
+/// The store level that keeps a func's storage private to each iteration of
+/// the parallel loops between its store and compute levels, or `None` when
+/// no parallel loop lies between them.
+///
+/// Storage outside a parallel loop whose iterations each compute the func
+/// would be one buffer that concurrent iterations write at once: a scan
+/// (`cdf.compute_at(out, y).store_at(out, x)` with `out.parallel(y)`)
+/// would see another iteration's partial sums. Nothing carries values
+/// from one parallel iteration to the next (the sliding window never
+/// slides over a parallel loop), so storage inside the innermost such loop
+/// gives the same values:
+///
+/// ```text
+/// store at out.s0.x, compute at out.s0.y, y parallel
+///   => store at out.s0.y, compute at out.s0.y
+/// ```
+fn private_store_level(
+    compute: &Level,
+    store: &Level,
+    levels: &HashMap<String, Level>,
+    bands: &[StageBand],
+) -> Option<Level> {
+    if compute == store {
+        return None;
+    }
+    let mut cur = compute.clone();
+    // Each step moves out to the consumer's compute level, so a chain
+    // longer than the number of funcs would be a cycle (rejected before).
+    for _ in 0..=levels.len() {
+        let Level::At { func, stage, var } = &cur else {
+            return None;
+        };
+        let band = bands
+            .iter()
+            .find(|b| b.func == *func && b.stage == *stage)?;
+        let start = band.dims.iter().position(|d| d.full == *var)?;
+        let store_here = match store {
+            Level::At {
+                func: sf,
+                stage: ss,
+                var: sv,
+            } if sf == func && ss == stage => Some(band.dims.iter().position(|d| d.full == *sv)?),
+            _ => None,
+        };
+        let end = store_here.unwrap_or(band.dims.len());
+        // dims are innermost first: the first parallel one is the innermost.
+        if let Some(d) = band.dims[start..end.max(start)]
+            .iter()
+            .find(|d| d.kind == ForKind::Parallel)
+        {
+            return Some(Level::At {
+                func: func.clone(),
+                stage: *stage,
+                var: d.full.clone(),
+            });
+        }
+        if store_here.is_some() {
+            return None;
+        }
+        cur = levels.get(func).cloned().unwrap_or(Level::Root);
+    }
+    None
 }
 
 fn runs_inside(f: &str, consumer: &str, levels: &HashMap<String, Level>) -> bool {

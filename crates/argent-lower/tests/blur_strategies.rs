@@ -296,3 +296,34 @@ fn sliding_window_within_strips() {
         "#]],
     );
 }
+
+/// Storage outside a parallel loop whose iterations each compute the func
+/// would be one buffer written by concurrent iterations at once; it moves
+/// into the parallel loop's body, private to each iteration (nothing is
+/// reused across parallel iterations: the sliding window never slides
+/// over a parallel loop). Without this, a scan stored there gave wrong
+/// results on two threads (random schedule histogram_equalize 179).
+#[test]
+fn storage_outside_a_parallel_loop_that_computes_it_moves_inside() {
+    let p = common::with_schedule(
+        common::blur(),
+        "blur_y.parallel(y)\nblur_x.compute_at(blur_y, x).store_root()",
+    );
+    let lowered = lower(&p, &LowerOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+    let tree = lowered.schedule_tree.to_string();
+    assert!(
+        tree.contains("# blur_x: compute at blur_y.s0.x, store at blur_y.s0.y"),
+        "{tree}"
+    );
+    let nest = lowered.loop_nest.to_string();
+    let parallel = nest
+        .find("parallel (blur_y.s0.y")
+        .unwrap_or_else(|| panic!("{nest}"));
+    let realize = nest
+        .find("realize blur_x")
+        .unwrap_or_else(|| panic!("{nest}"));
+    assert!(
+        parallel < realize,
+        "blur_x is stored outside the parallel loop:\n{nest}"
+    );
+}
