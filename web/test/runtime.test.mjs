@@ -314,6 +314,37 @@ schedule { out.parallel(y) }
     unshared.dispose();
   });
 
+  test("an RGBA blur with unrolled channels (one interleaved store per pixel group) matches plain JavaScript", async () => {
+    const pipeline = await runtime.compile(`
+input u8 photo(x, y, c)
+p = repeat_edge(photo)
+wide(x, y, c) = u16(p(x, y, c))
+blur_x(x, y, c) = wide(x-1, y, c) + wide(x, y, c) + wide(x+1, y, c)
+out(x, y, c) = u8((blur_x(x, y-1, c) + blur_x(x, y, c) + blur_x(x, y+1, c)) / 9)
+output out
+schedule {
+  out.bound(c, 0, 4).split(y, yo, yi, 8).reorder(c, x, yi, yo).unroll(c).vectorize(x, 16).parallel(yo)
+  blur_x.bound(c, 0, 4).store_at(out, yo).compute_at(out, yi).reorder(c, x, y).unroll(c).vectorize(x, 8)
+}
+`);
+    const [w, h] = [53, 29];
+    const data = new Uint8Array(w * h * 4).map((_, i) => (i * 131 + (i >> 3)) & 255);
+    const at = (x, y, c) => data[(Math.min(h - 1, Math.max(0, y)) * w + Math.min(w - 1, Math.max(0, x))) * 4 + c];
+    const expected = [];
+    for (let y = 0; y < h; y++) {
+      for (let x = 0; x < w; x++) {
+        for (let c = 0; c < 4; c++) {
+          let sum = 0;
+          for (let dy = -1; dy <= 1; dy++) for (let dx = -1; dx <= 1; dx++) sum += at(x + dx, y + dy, c);
+          expected.push(Math.floor(sum / 9));
+        }
+      }
+    }
+    const { outputs } = await pipeline.run({ inputs: { photo: { data, width: w, height: h, channels: 4 } } });
+    assert.deepEqual(Array.from(outputs.out.data), expected);
+    pipeline.dispose();
+  });
+
   test("an input smaller than needed is reported with the region needed and given", async () => {
     const pipeline = await runtime.compile(SHIFT);
     const error = await pipeline.run({ inputs: { in: grayImage(20, 10) } }).then(

@@ -20,6 +20,7 @@ pub mod synthesize;
 pub mod exec;
 pub mod flatten;
 pub mod hoist_invariants;
+pub mod interleave_stores;
 pub mod partition_loops;
 pub mod specialize_strides;
 pub mod unroll;

@@ -30,6 +30,7 @@ pub const PASSES: &[&str] = &[
     "vectorize",
     "specialize_strides",
     "simplify",
+    "interleave_stores",
     "cse",
     "hoist_invariants",
 ];
@@ -274,6 +275,8 @@ pub fn lower(pipeline: &Pipeline, options: &LowerOptions) -> Result<Lowered, Low
     rec.record("specialize_strides", &s)?;
     let s = argent_arith::simplify_stmt(&s);
     rec.record("simplify", &s)?;
+    let s = crate::interleave_stores::interleave_stores(&s);
+    rec.record("interleave_stores", &s)?;
     let s = argent_arith::cse_stmt(&s);
     rec.record("cse", &s)?;
     // Loop-invariant scalar arithmetic moves out of serial loops.

@@ -167,23 +167,36 @@ fn version(s: &Stmt, strides: &[(String, bool)]) -> Stmt {
         .iter()
         .rev()
         .fold(s.clone(), |otherwise, &channels| {
-            let values: HashMap<String, i64> = strides
+            // An interleaved image also has channel stride 1, which makes
+            // the channels of a pixel neighbours in the index: the stores
+            // of unrolled channels then combine into one dense store
+            // (`interleave_stores`).
+            let mut values: Vec<(String, i64)> = Vec::new();
+            for (name, has_channels) in strides {
+                if *has_channels && channels != 1 {
+                    values.push((name.clone(), channels));
+                    values.push((channel_stride(name), 1));
+                } else {
+                    values.push((name.clone(), 1));
+                }
+            }
+            let cond = values
                 .iter()
-                .map(|(name, has_channels)| {
-                    (name.clone(), if *has_channels { channels } else { 1 })
-                })
-                .collect();
-            let cond = strides
-                .iter()
-                .map(|(name, _)| Expr::eq(Expr::var_i32(name.clone()), Expr::i32(values[name])))
+                .map(|(name, value)| Expr::eq(Expr::var_i32(name.clone()), Expr::i32(*value)))
                 .reduce(Expr::and)
                 .expect("a stride is used");
+            let values: HashMap<String, i64> = values.into_iter().collect();
             Stmt::IfThenElse {
                 cond,
                 then: Box::new(KnownStrides(values).mutate_stmt(s)),
                 otherwise: Some(Box::new(otherwise)),
             }
         })
+}
+
+/// `in.stride.2` for `in.stride.0`: the stride of the channel dimension.
+fn channel_stride(x_stride: &str) -> String {
+    format!("{}2", x_stride.trim_end_matches('0'))
 }
 
 #[derive(Default)]
@@ -267,11 +280,11 @@ mod tests {
             value: Expr::load(Type::U8, "in", Expr::var_i32("in.stride.0")),
         };
         expect![[r#"
-            if (((in.stride.0 == 3) && (out.stride.0 == 1))) {
+            if ((((in.stride.0 == 3) && (in.stride.2 == 1)) && (out.stride.0 == 1))) {
               out[1] = in[3]
             }
             else {
-              if (((in.stride.0 == 4) && (out.stride.0 == 1))) {
+              if ((((in.stride.0 == 4) && (in.stride.2 == 1)) && (out.stride.0 == 1))) {
                 out[1] = in[4]
               }
               else {

@@ -61,9 +61,8 @@ impl Stage {
             "bounds_inference" | "sliding_window" => Stage::Bounded,
             "flatten" => Stage::Flattened,
             "unroll" => Stage::Unrolled,
-            "vectorize" | "specialize_strides" | "simplify" | "cse" | "hoist_invariants" => {
-                Stage::Vectorized
-            }
+            "vectorize" | "specialize_strides" | "simplify" | "interleave_stores" | "cse"
+            | "hoist_invariants" => Stage::Vectorized,
             _ => Stage::Realized,
         }
     }

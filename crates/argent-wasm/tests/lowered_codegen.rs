@@ -8,7 +8,11 @@ use expect_test::expect;
 fn example_wat(file: &str) -> String {
     let path = format!("{}/../../examples/{file}", env!("CARGO_MANIFEST_DIR"));
     let source = std::fs::read_to_string(&path).expect("the example exists");
-    let pipeline = argent_lang::compile(&source).expect("the example compiles");
+    source_wat(&source)
+}
+
+fn source_wat(source: &str) -> String {
+    let pipeline = argent_lang::compile(source).expect("the pipeline compiles");
     let lowered = argent_lower::lower::lower(&pipeline, &Default::default()).expect("it lowers");
     let compiled = compile(&lowered.module, &CodegenOptions::default()).expect("it compiles");
     wasmparser::validate(&compiled.bytes).expect("valid");
@@ -62,38 +66,38 @@ fn box_blur_steady_state_is_v128_without_clamps() {
         i32.mul
         local.get 794
         i32.add
-        local.set 728
+        local.set 750
         local.get 788
         v128.load offset=512 align=1
         local.set 781
-        local.get 744
+        local.get 720
         v128.load offset=1024 align=1
         local.set 779
         local.get 781
         local.get 779
         i16x8.add
-        local.set 374
-        local.get 703
+        local.set 738
+        local.get 699
         v128.load align=1
-        local.set 664
-        local.get 374
-        local.get 664
+        local.set 567
+        local.get 738
+        local.get 567
         i16x8.add
-        local.set 753
-        local.get 753
+        local.set 735
+        local.get 735
         local.get 797
         i32x4.extmul_low_i16x8_u
         i32.const 17
         i32x4.shr_u
-        local.get 753
+        local.get 735
         local.get 797
         i32x4.extmul_high_i16x8_u
         i32.const 17
         i32x4.shr_u
         i16x8.narrow_i32x4_u
-        local.set 754
+        local.set 736
         local.get 790
-        local.get 754
+        local.get 736
         v128.store align=1
         local.get 790
         i32.const 16
@@ -103,14 +107,14 @@ fn box_blur_steady_state_is_v128_without_clamps() {
         i32.const 16
         i32.add
         local.set 788
-        local.get 744
+        local.get 720
         i32.const 16
         i32.add
-        local.set 744
-        local.get 703
+        local.set 720
+        local.get 699
         i32.const 16
         i32.add
-        local.set 703
+        local.set 699
         local.get 793
         i32.const 1
         i32.add
@@ -178,4 +182,34 @@ fn bilateral_grid_resolves_channel_selects_and_pairs_gathers() {
     for body in colour {
         assert_eq!(count(body, "f32x4.convert_i32x4"), 4, "{}", body.join("\n"));
     }
+}
+
+/// An RGBA blur with its channels unrolled inside a loop vectorised over x:
+/// the four channel vectors of each output group leave as one interleaved
+/// store (shuffles, then dense `v128.store`s), not as 64 byte stores.
+#[test]
+fn unrolled_rgba_channels_store_interleaved_vectors() {
+    let wat = source_wat(
+        "input u8 photo(x, y, c)
+         p = repeat_edge(photo)
+         wide(x, y, c) = u16(p(x, y, c))
+         blur_x(x, y, c) = wide(x-1, y, c) + wide(x, y, c) + wide(x+1, y, c)
+         out(x, y, c) = u8((blur_x(x, y-1, c) + blur_x(x, y, c) + blur_x(x, y+1, c)) / 9)
+         output out
+         schedule {
+           out.bound(c, 0, 4).split(y, yo, yi, 32).reorder(c, x, yi, yo).unroll(c).vectorize(x, 16)
+           blur_x.bound(c, 0, 4).store_at(out, yo).compute_at(out, yi).reorder(c, x, y).unroll(c).vectorize(x, 8)
+         }",
+    );
+    let interleaving = innermost_loops(&wat)
+        .into_iter()
+        .filter(|body| !chooses(body))
+        .filter(|body| body.iter().filter(|i| i.starts_with("v128.store")).count() >= 4)
+        .filter(|body| body.iter().any(|i| i.starts_with("i8x16.shuffle")))
+        .filter(|body| !body.iter().any(|i| i.starts_with("i32.store8")))
+        .count();
+    assert!(
+        interleaving >= 1,
+        "no steady-state loop stores interleaved RGBA vectors"
+    );
 }
