@@ -623,7 +623,9 @@ if (!argentBuilt) {
 // and wasm-vips, interleaved RGBA u8 for photon), so each library row has
 // an Argent row of the same workload. Each source is the algorithm plus a
 // schedule in the style of examples/gaussian5x5.ag (parallel strips, a
-// sliding window for the horizontal pass, vectors across x).
+// sliding window for the horizontal pass, vectors across x; RGBA with its
+// four channels unrolled, so each group of pixels leaves as one
+// interleaved store).
 const LIBRARY_WORKLOADS = [
   {
     workload: "gaussian 5x5 3072x2048 u16",
@@ -654,15 +656,21 @@ blur_x(x, y, c) = wide(x-1, y, c) + wide(x, y, c) + wide(x+1, y, c)
 out(x, y, c) = u8((blur_x(x, y-1, c) + blur_x(x, y, c) + blur_x(x, y+1, c)) / 9)
 output out
 schedule {
-  out.split(y, yo, yi, 32).reorder(c, x, yi, yo).vectorize(x, 16).parallel(yo)
-  blur_x.store_at(out, yo).compute_at(out, yi).reorder(c, x, y).vectorize(x, 8)
+  out.bound(c, 0, 4).split(y, yo, yi, 32).reorder(c, x, yi, yo).unroll(c).vectorize(x, 16).parallel(yo)
+  blur_x.bound(c, 0, 4).store_at(out, yo).compute_at(out, yi).reorder(c, x, y).unroll(c).vectorize(x, 8)
 }`,
   },
   {
     workload: "gaussian 5x5 3072x2048 RGBA u8",
     layout: "RGBA u8",
     input: () => ({ data: makeImage(Uint8Array, W, H, 4, 8, 3), width: W, height: H, channels: 4 }),
-    source: readFileSync(join(repo, "examples", "gaussian5x5.ag"), "utf8"),
+    // examples/gaussian5x5.ag's algorithm, its schedule with four channels
+    // unrolled (the example itself takes any channel count).
+    source: `${readFileSync(join(repo, "examples", "gaussian5x5.ag"), "utf8").split("schedule {")[0]}
+schedule {
+  out.bound(c, 0, 4).split(y, yo, yi, 32).reorder(c, x, yi, yo).unroll(c).vectorize(x, 16).parallel(yo)
+  blur_x.bound(c, 0, 4).store_at(out, yo).compute_at(out, yi).reorder(c, x, y).unroll(c).vectorize(x, 8)
+}`,
   },
 ];
 

@@ -104,7 +104,11 @@
 //!   `load64_zero`/`store64_lane` for half vectors), constant index
 //!   offsets folded into the memarg (unaligned stencil taps);
 //! - stride 2-4 loads (interleaved RGB/RGBA) as window loads plus an
-//!   `i8x16.shuffle` tree; shuffles in general through the same tree;
+//!   `i8x16.shuffle` tree, except where a group of elements is one wider
+//!   lane (stride 4 of bytes, stride 2 of bytes or u16): those mask the
+//!   wide lanes and narrow (`narrow_*_u`), with no shuffle masks for V8 to
+//!   load; shuffles in general (the interleaved stores `argent-lower`'s
+//!   `interleave_stores` makes) through the same tree;
 //!   gathers and scattered stores lane by lane; broadcasts via `splat`;
 //! - `select` via `v128.bitselect`; widening/narrowing casts via
 //!   `extend_low/high` and `narrow_*_sat` (saturating casts from signed

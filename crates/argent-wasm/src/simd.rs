@@ -1175,6 +1175,48 @@ impl FnBuilder<'_> {
         }
     }
 
+    /// Every `k`-th element (the first of each group) of the window `regs`
+    /// when a group is one wider lane (four u8 or two u16 elements in an
+    /// i32 lane, two u8 in an i16 lane): masks each wide lane down to its
+    /// low element and narrows, which needs no shuffle masks. V8 turns each
+    /// `i8x16.shuffle` of two registers into two `pshufb` plus an `or`,
+    /// loading both masks inside the loop; an RGBA channel of 16 pixels is
+    /// four `and`s and three narrows this way instead of three two-register
+    /// shuffles. `None` for other strides and element sizes.
+    fn deinterleave_by_narrowing(&mut self, regs: &[u32], k: usize, bytes: usize) -> Option<u32> {
+        let (mask_bits, narrows): (u8, &[I<'static>]) = match (k, bytes) {
+            (4, 1) => (32, &[I::I16x8NarrowI32x4U, I::I8x16NarrowI16x8U]),
+            (2, 1) => (16, &[I::I8x16NarrowI16x8U]),
+            (2, 2) => (32, &[I::I16x8NarrowI32x4U]),
+            _ => return None,
+        };
+        let low = (1i64 << (8 * bytes)) - 1;
+        let mask = self.const_part(splat_bits(mask_bits, low));
+        let mut level: Vec<u32> = regs
+            .iter()
+            .map(|&r| {
+                self.emit(I::LocalGet(r));
+                self.emit(I::LocalGet(mask));
+                self.emit(I::V128And);
+                self.set_new_local(ValType::V128)
+            })
+            .collect();
+        // Each narrow halves the lane width: pairs of registers become one
+        // (a missing partner only fills lanes past the window's end).
+        for narrow in narrows {
+            level = level
+                .chunks(2)
+                .map(|pair| {
+                    self.emit(I::LocalGet(pair[0]));
+                    self.emit(I::LocalGet(*pair.get(1).unwrap_or(&pair[0])));
+                    self.emit(narrow.clone());
+                    self.set_new_local(ValType::V128)
+                })
+                .collect();
+        }
+        (level.len() == 1).then(|| level[0])
+    }
+
     /// Builds one register whose byte `i` is byte `picks[i].1` of register
     /// `picks[i].0` (don't-care where `None`), with a tree of shuffles.
     fn gather_bytes(&mut self, regs: &[u32], picks: &[Option<(usize, u8)>; 16]) -> u32 {
@@ -1298,6 +1340,10 @@ impl FnBuilder<'_> {
                             l
                         })
                         .collect();
+                    if let Some(part) = self.deinterleave_by_narrowing(&regs, k, bytes) {
+                        parts.push(part);
+                        continue;
+                    }
                     let mut picks = [None; 16];
                     for lane in 0..lanes_here {
                         for byte in 0..bytes {

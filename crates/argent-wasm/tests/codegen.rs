@@ -201,7 +201,7 @@ fn blur_uses_unaligned_loads_at_constant_offsets() {
 }
 
 #[test]
-fn rgba_channel_load_is_four_loads_and_three_shuffles() {
+fn rgba_channel_load_is_four_loads_masked_and_narrowed() {
     check_inner_loop(
         &rgba_roundtrip(),
         expect![[r#"
@@ -219,20 +219,38 @@ fn rgba_channel_load_is_four_loads_and_three_shuffles() {
             local.get 22
             v128.load offset=48 align=1
             local.set 26
-            local.get 23
-            local.get 24
-            i8x16.shuffle 0 4 8 12 16 20 24 28 0 0 0 0 0 0 0 0
+            v128.const i32x4 0x000000ff 0x000000ff 0x000000ff 0x000000ff
             local.set 27
-            local.get 25
-            local.get 26
-            i8x16.shuffle 0 0 0 0 0 0 0 0 0 4 8 12 16 20 24 28
-            local.set 28
+            local.get 23
             local.get 27
-            local.get 28
-            i8x16.shuffle 0 1 2 3 4 5 6 7 24 25 26 27 28 29 30 31
+            v128.and
+            local.set 28
+            local.get 24
+            local.get 27
+            v128.and
             local.set 29
-            local.get 19
+            local.get 25
+            local.get 27
+            v128.and
+            local.set 30
+            local.get 26
+            local.get 27
+            v128.and
+            local.set 31
+            local.get 28
             local.get 29
+            i16x8.narrow_i32x4_u
+            local.set 32
+            local.get 30
+            local.get 31
+            i16x8.narrow_i32x4_u
+            local.set 33
+            local.get 32
+            local.get 33
+            i8x16.narrow_i16x8_u
+            local.set 34
+            local.get 19
+            local.get 34
             v128.store align=1
             local.get 19
             i32.const 16

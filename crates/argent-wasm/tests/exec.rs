@@ -231,6 +231,59 @@ fn interleaved_rgb_u16_loads() {
     );
 }
 
+/// Strided loads that the backend de-interleaves by masking wide lanes and
+/// narrowing (stride 4 of u8, stride 2 of u8 and u16, signed too), with
+/// full, half and odd windows, each at every offset within its group.
+#[test]
+fn strided_loads_masked_and_narrowed_match_reference() {
+    let mut cases = Vec::new();
+    for (ty, k, lanes) in [
+        (Type::U8, 4, 16),
+        (Type::U8, 4, 8),
+        (Type::U8, 4, 12),
+        (Type::I8, 4, 16),
+        (Type::U8, 2, 16),
+        (Type::I8, 2, 8),
+        (Type::U16, 2, 8),
+        (Type::I16, 2, 4),
+    ] {
+        for offset in 0..k {
+            let group = i64::from(lanes) * k;
+            let load = Expr::load(
+                ty.with_lanes(lanes),
+                "in",
+                Expr::ramp(x() * group + offset, Expr::i32(k), lanes),
+            );
+            let body = for_loop(
+                "x",
+                Expr::i32(0),
+                Expr::i32(4),
+                ForKind::Serial,
+                store("out", dense(x() * i64::from(lanes), lanes), load),
+            );
+            let module = module(
+                vec![
+                    buffer("in", ty, 1, BufferRole::Input),
+                    buffer("out", ty, 1, BufferRole::Output),
+                ],
+                vec![],
+                body,
+            );
+            let elem = ty.bits as usize / 8;
+            let input = random_bytes(4 * group as usize * elem, 17 + offset as u64);
+            cases.push(case(
+                module,
+                vec![
+                    typed(input, elem),
+                    typed(vec![0; 4 * lanes as usize * elem], elem),
+                ],
+                vec![],
+            ));
+        }
+    }
+    check_cases(&cases);
+}
+
 #[test]
 fn casts_plain_and_saturating() {
     let mut batch = Vec::new();
