@@ -648,17 +648,7 @@ schedule {
     workload: "blur 3072x2048 RGBA u8",
     layout: "RGBA u8",
     input: () => ({ data: makeImage(Uint8Array, W, H, 4, 8, 3), width: W, height: H, channels: 4 }),
-    source: `
-input u8 photo(x, y, c)
-p = repeat_edge(photo)
-wide(x, y, c) = u16(p(x, y, c))
-blur_x(x, y, c) = wide(x-1, y, c) + wide(x, y, c) + wide(x+1, y, c)
-out(x, y, c) = u8((blur_x(x, y-1, c) + blur_x(x, y, c) + blur_x(x, y+1, c)) / 9)
-output out
-schedule {
-  out.bound(c, 0, 4).split(y, yo, yi, 32).reorder(c, x, yi, yo).unroll(c).vectorize(x, 16).parallel(yo)
-  blur_x.bound(c, 0, 4).store_at(out, yo).compute_at(out, yi).reorder(c, x, y).unroll(c).vectorize(x, 8)
-}`,
+    source: readFileSync(join(repo, "web", "test", "fixtures", "rgba_box_blur.ag"), "utf8"),
   },
   {
     workload: "gaussian 5x5 3072x2048 RGBA u8",

@@ -315,18 +315,7 @@ schedule { out.parallel(y) }
   });
 
   test("an RGBA blur with unrolled channels (one interleaved store per pixel group) matches plain JavaScript", async () => {
-    const pipeline = await runtime.compile(`
-input u8 photo(x, y, c)
-p = repeat_edge(photo)
-wide(x, y, c) = u16(p(x, y, c))
-blur_x(x, y, c) = wide(x-1, y, c) + wide(x, y, c) + wide(x+1, y, c)
-out(x, y, c) = u8((blur_x(x, y-1, c) + blur_x(x, y, c) + blur_x(x, y+1, c)) / 9)
-output out
-schedule {
-  out.bound(c, 0, 4).split(y, yo, yi, 8).reorder(c, x, yi, yo).unroll(c).vectorize(x, 16).parallel(yo)
-  blur_x.bound(c, 0, 4).store_at(out, yo).compute_at(out, yi).reorder(c, x, y).unroll(c).vectorize(x, 8)
-}
-`);
+    const pipeline = await runtime.compile(readFileSync(new URL("./fixtures/rgba_box_blur.ag", import.meta.url), "utf8"));
     const [w, h] = [53, 29];
     const data = new Uint8Array(w * h * 4).map((_, i) => (i * 131 + (i >> 3)) & 255);
     const at = (x, y, c) => data[(Math.min(h - 1, Math.max(0, y)) * w + Math.min(w - 1, Math.max(0, x))) * 4 + c];

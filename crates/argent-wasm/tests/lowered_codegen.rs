@@ -189,18 +189,7 @@ fn bilateral_grid_resolves_channel_selects_and_pairs_gathers() {
 /// store (shuffles, then dense `v128.store`s), not as 64 byte stores.
 #[test]
 fn unrolled_rgba_channels_store_interleaved_vectors() {
-    let wat = source_wat(
-        "input u8 photo(x, y, c)
-         p = repeat_edge(photo)
-         wide(x, y, c) = u16(p(x, y, c))
-         blur_x(x, y, c) = wide(x-1, y, c) + wide(x, y, c) + wide(x+1, y, c)
-         out(x, y, c) = u8((blur_x(x, y-1, c) + blur_x(x, y, c) + blur_x(x, y+1, c)) / 9)
-         output out
-         schedule {
-           out.bound(c, 0, 4).split(y, yo, yi, 32).reorder(c, x, yi, yo).unroll(c).vectorize(x, 16)
-           blur_x.bound(c, 0, 4).store_at(out, yo).compute_at(out, yi).reorder(c, x, y).unroll(c).vectorize(x, 8)
-         }",
-    );
+    let wat = source_wat(include_str!("../../../web/test/fixtures/rgba_box_blur.ag"));
     let interleaving = innermost_loops(&wat)
         .into_iter()
         .filter(|body| !chooses(body))
