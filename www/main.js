@@ -80,12 +80,23 @@ function inputsFor(pipeline) {
   return inputs;
 }
 
+/** The run in progress, aborted when a newer one starts (a new example, a click on Run). */
+let current = null;
+
 async function compileAndRun() {
+  current?.abort(new Error("a newer run started"));
+  const mine = new AbortController();
+  current = mine;
   document.body.dataset.state = "running";
   diagnosticsBox.textContent = "";
   try {
     const pipeline = await runtime.compile(sourceArea.value);
-    const result = await pipeline.run({ inputs: inputsFor(pipeline) });
+    let result;
+    try {
+      result = await pipeline.run({ inputs: inputsFor(pipeline), signal: mine.signal });
+    } finally {
+      if (mine.signal.aborted) pipeline.dispose();
+    }
     const output = result.outputs[pipeline.outputs[0].name];
     drawToCanvas(output, $("output"));
     const t = pipeline.timings;
@@ -114,6 +125,8 @@ async function compileAndRun() {
     pipeline.dispose();
     document.body.dataset.state = "done";
   } catch (error) {
+    // A superseded run says nothing: the newer one reports.
+    if (mine.signal.aborted) return;
     diagnosticsBox.textContent = error instanceof ArgentCompileError ? error.rendered : String(error);
     window.argentDemo = {
       state: "error",
