@@ -185,7 +185,10 @@ impl Scope {
 
 /// Build `a op b` from simplified operands, simplifying the new node.
 fn mk(op: BinOp, a: Expr, b: Expr) -> Expr {
-    Simplifier::default().binary(op, a, b)
+    let mut simplifier = Simplifier::fresh();
+    let r = simplifier.binary(op, a, b);
+    simplifier.recycle();
+    r
 }
 
 fn const_bounds_of(b: crate::simplify::Bounds, ty: Type) -> Interval {
@@ -208,9 +211,15 @@ struct BoundsBuilder {
     simp: Simplifier,
 }
 
+impl Drop for BoundsBuilder {
+    fn drop(&mut self) {
+        std::mem::take(&mut self.simp).recycle();
+    }
+}
+
 impl BoundsBuilder {
     fn new(scope: Scope) -> BoundsBuilder {
-        let mut simp = Simplifier::default();
+        let mut simp = Simplifier::fresh();
         for (name, i) in scope.iter() {
             simp.push_bounds(name, const_parts(i));
         }

@@ -35,20 +35,26 @@ use std::cmp::Ordering;
 /// assignment of its free variables (assuming, like Halide, that `i32`
 /// arithmetic in comparisons and `min`/`max` does not overflow).
 pub fn simplify(e: &Expr) -> Expr {
-    Simplifier::default().expr(e)
+    let mut simplifier = Simplifier::fresh();
+    let r = simplifier.expr(e);
+    simplifier.recycle();
+    r
 }
 
 /// Simplify a statement: every expression in it, plus dead-code rules
 /// (constant conditions, loops of extent 0 or 1, empty bodies, trivial
 /// `LetStmt`s substituted into their bodies).
 pub fn simplify_stmt(s: &Stmt) -> Stmt {
-    Simplifier::default().stmt(s)
+    let mut simplifier = Simplifier::fresh();
+    let r = simplifier.stmt(s);
+    simplifier.recycle();
+    r
 }
 
 /// Simplify `e` knowing that each variable of `scope` lies in its interval
 /// (only constant bounds are used).
 pub fn simplify_in_scope(e: &Expr, scope: &Scope) -> Expr {
-    let mut s = Simplifier::default();
+    let mut s = Simplifier::fresh();
     for (name, interval) in scope.iter() {
         let lo = interval
             .min
@@ -62,7 +68,9 @@ pub fn simplify_in_scope(e: &Expr, scope: &Scope) -> Expr {
             .unwrap_or(i64::MAX);
         s.push_bounds(name, (lo, hi));
     }
-    s.expr(e)
+    let r = s.expr(e);
+    s.recycle();
+    r
 }
 
 /// Whether `e` (a bool) simplifies to `true`.
@@ -360,10 +368,16 @@ pub(crate) struct Simplifier {
     /// the result: without it, simplifying a deep tree would walk each
     /// subtree once per ancestor. Holding the node keeps its address from
     /// being reused.
-    interval_memo: RefCell<FastHashMap<usize, (Expr, Bounds)>>,
+    interval_memo: RefCell<FastHashMap<usize, (Expr, Bounds, u64)>>,
     /// Results of `expr` for composite nodes, by address, under the same
     /// rule as `interval_memo`.
-    simplify_memo: FastHashMap<usize, (Expr, Expr)>,
+    simplify_memo: FastHashMap<usize, (Expr, Expr, u64)>,
+    /// Entries of `interval_memo` and `simplify_memo` are valid only in
+    /// the generation they were made in: a binding made or dropped starts
+    /// a new one. Clearing the tables instead cost their whole capacity at
+    /// every `let` and loop. A stale entry still holds its node, so no
+    /// other node can take its address.
+    generation: u64,
 }
 
 /// How many rebuilt sums `Simplifier::linear_memo` remembers: enough to
@@ -371,7 +385,62 @@ pub(crate) struct Simplifier {
 /// of their own) between two steps of a chain.
 const LINEAR_MEMO_SIZE: usize = 8;
 
+// Simplifiers whose tables are kept for reuse (see `Simplifier::fresh`),
+// at most `SPARE_SIMPLIFIERS` of them.
+thread_local! {
+    static SPARE: RefCell<Vec<Simplifier>> = const { RefCell::new(Vec::new()) };
+}
+
+/// How many finished simplifiers [`SPARE`] keeps: enough for the nesting
+/// of simplifications inside bounds computations inside simplifications.
+const SPARE_SIMPLIFIERS: usize = 4;
+
+/// A simplifier whose tables have grown past this many entries is dropped
+/// rather than kept: clearing a table costs its capacity, which a large
+/// statement's simplification would otherwise leave to every small one.
+const SPARE_MAX_ENTRIES: usize = 1024;
+
 impl Simplifier {
+    /// A simplifier with no bindings. Passes simplify many small
+    /// expressions one at a time; reusing the hash tables of a finished
+    /// simplifier spares growing them from nothing (and the key strings of
+    /// its variables) every time.
+    pub(crate) fn fresh() -> Simplifier {
+        SPARE
+            .try_with(|spare| spare.borrow_mut().pop())
+            .ok()
+            .flatten()
+            .unwrap_or_default()
+    }
+
+    /// Forget everything this simplifier learnt and keep its tables for
+    /// [`Simplifier::fresh`]. The names of `env` stay, bound to nothing
+    /// (an empty stack reads as unbound), so binding them again allocates
+    /// nothing.
+    pub(crate) fn recycle(mut self) {
+        if self.env.len() > SPARE_MAX_ENTRIES
+            || self.interval_memo.get_mut().len() > SPARE_MAX_ENTRIES
+            || self.simplify_memo.len() > SPARE_MAX_ENTRIES
+        {
+            return;
+        }
+        for bindings in self.env.values_mut() {
+            bindings.clear();
+        }
+        self.next_seq = 0;
+        self.linear_memo.clear();
+        // Dropped now rather than kept alive until overwritten.
+        self.interval_memo.get_mut().clear();
+        self.simplify_memo.clear();
+        self.generation = 0;
+        let _ = SPARE.try_with(|spare| {
+            let mut spare = spare.borrow_mut();
+            if spare.len() < SPARE_SIMPLIFIERS {
+                spare.push(self);
+            }
+        });
+    }
+
     pub(crate) fn push_bounds(&mut self, name: &str, b: Bounds) {
         self.push_binding(name, b, None);
     }
@@ -406,13 +475,7 @@ impl Simplifier {
 
     /// Forget what depends on the bindings (they are about to change).
     fn forget_intervals(&mut self) {
-        let memo = self.interval_memo.get_mut();
-        if !memo.is_empty() {
-            memo.clear();
-        }
-        if !self.simplify_memo.is_empty() {
-            self.simplify_memo.clear();
-        }
+        self.generation += 1;
     }
 
     /// A use of the variable `name` (of type `ty`): its substituted value
@@ -456,11 +519,15 @@ impl Simplifier {
             return self.const_interval_uncached(e);
         }
         let key = e.node() as *const _ as usize;
-        if let Some((_, b)) = self.interval_memo.borrow().get(&key) {
+        if let Some((_, b, generation)) = self.interval_memo.borrow().get(&key)
+            && *generation == self.generation
+        {
             return *b;
         }
         let b = self.const_interval_uncached(e);
-        self.interval_memo.borrow_mut().insert(key, (e.clone(), b));
+        self.interval_memo
+            .borrow_mut()
+            .insert(key, (e.clone(), b, self.generation));
         b
     }
 
@@ -613,12 +680,15 @@ impl Simplifier {
             return self.keep_unchanged(e, r);
         }
         let key = e.node() as *const _ as usize;
-        if let Some((_, r)) = self.simplify_memo.get(&key) {
+        if let Some((_, r, generation)) = self.simplify_memo.get(&key)
+            && *generation == self.generation
+        {
             return r.clone();
         }
         let r = self.expr_node(e);
         let r = self.keep_unchanged(e, r);
-        self.simplify_memo.insert(key, (e.clone(), r.clone()));
+        self.simplify_memo
+            .insert(key, (e.clone(), r.clone(), self.generation));
         r
     }
 

@@ -187,6 +187,9 @@ impl Rewrite<'_> {
 
     /// The rewritten expression and whether it is invariant (in which case
     /// it is returned unchanged, for the caller to hoist whole or in part).
+    /// A node whose operands come back as they were is returned itself
+    /// rather than rebuilt: most of a body does not change, and copying
+    /// it cost an allocation per node.
     fn expr(&mut self, e: &Expr) -> (Expr, bool) {
         match e.kind() {
             ExprKind::IntImm(_) | ExprKind::FloatImm(_) => (e.clone(), true),
@@ -204,24 +207,41 @@ impl Rewrite<'_> {
                     BinOp::Div | BinOp::Mod => argent_arith::const_int(&b2).is_some_and(|c| c > 0),
                     _ => true,
                 };
+                let rebuilt = |a2: Expr, b2: Expr| {
+                    if a2.same_as(a) && b2.same_as(b) {
+                        e.clone()
+                    } else {
+                        Expr::binary(*op, a2, b2)
+                    }
+                };
                 if ia && ib && safe && e.ty().lanes == 1 {
-                    return (Expr::binary(*op, a2, b2), true);
+                    return (rebuilt(a2, b2), true);
                 }
                 let (a2, b2) = (self.finish((a2, ia)), self.finish((b2, ib)));
-                (Expr::binary(*op, a2, b2), false)
+                (rebuilt(a2, b2), false)
             }
             ExprKind::Unary { op, value } => {
                 let (v, iv) = self.expr(value);
                 let pure = matches!(op, UnaryOp::Not | UnaryOp::Neg);
+                let rebuilt = |v: Expr| {
+                    if v.same_as(value) {
+                        e.clone()
+                    } else {
+                        Expr::unary(*op, v)
+                    }
+                };
                 if iv && pure && e.ty().lanes == 1 {
-                    return (Expr::unary(*op, v), true);
+                    return (rebuilt(v), true);
                 }
-                (Expr::unary(*op, self.finish((v, iv))), false)
+                (rebuilt(self.finish((v, iv))), false)
             }
             ExprKind::Cast { value, saturating } => {
                 let (v, iv) = self.expr(value);
                 let from_int = !value.ty().is_float();
                 let rebuilt = |v: Expr| {
+                    if v.same_as(value) {
+                        return e.clone();
+                    }
                     Expr::new(
                         e.ty(),
                         ExprKind::Cast {
@@ -243,15 +263,22 @@ impl Rewrite<'_> {
                 let (c, ic) = self.expr(cond);
                 let (t, it) = self.expr(then);
                 let (o, io) = self.expr(otherwise);
+                let rebuilt = |c: Expr, t: Expr, o: Expr| {
+                    if c.same_as(cond) && t.same_as(then) && o.same_as(otherwise) {
+                        e.clone()
+                    } else {
+                        Expr::select(c, t, o)
+                    }
+                };
                 if ic && it && io && e.ty().lanes == 1 {
-                    return (Expr::select(c, t, o), true);
+                    return (rebuilt(c, t, o), true);
                 }
                 let (c, t, o) = (
                     self.finish((c, ic)),
                     self.finish((t, it)),
                     self.finish((o, io)),
                 );
-                (Expr::select(c, t, o), false)
+                (rebuilt(c, t, o), false)
             }
             ExprKind::Let { name, value, body } => {
                 let (v, iv) = self.expr(value);
@@ -273,24 +300,33 @@ impl Rewrite<'_> {
                 (Expr::let_in(name.clone(), v, b), false)
             }
             ExprKind::Ramp {
-                base,
+                base: e_base,
                 stride,
                 lanes,
             } => {
-                let base = self.expr(base);
+                let base = self.expr(e_base);
                 let base = self.finish(base);
-                let stride = self.expr(stride);
-                let stride = self.finish(stride);
-                (Expr::ramp(base, stride, *lanes), false)
+                let new_stride = self.expr(stride);
+                let new_stride = self.finish(new_stride);
+                if base.same_as(&e_base) && new_stride.same_as(stride) {
+                    return (e.clone(), false);
+                }
+                (Expr::ramp(base, new_stride, *lanes), false)
             }
             ExprKind::Broadcast { value, lanes } => {
                 let v = self.expr(value);
                 let v = self.finish(v);
+                if v.same_as(value) {
+                    return (e.clone(), false);
+                }
                 (Expr::broadcast(v, *lanes), false)
             }
             ExprKind::Load { buffer, index } => {
                 let i = self.expr(index);
                 let i = self.finish(i);
+                if i.same_as(index) {
+                    return (e.clone(), false);
+                }
                 (Expr::load(e.ty().element(), buffer.clone(), i), false)
             }
             ExprKind::Call { target, args } => {

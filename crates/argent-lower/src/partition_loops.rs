@@ -135,6 +135,7 @@ impl Partitioner {
             outer_contexts: Vec::new(),
             next_context: 0,
             solved: RefCell::default(),
+            inner_scopes: RefCell::default(),
         };
         let steady_body = steady.mutate_stmt(body);
         if steady.lower.is_empty() && steady.upper.is_empty() {
@@ -377,6 +378,7 @@ impl Partitioner {
             outer_contexts: Vec::new(),
             next_context: 0,
             solved: RefCell::default(),
+            inner_scopes: RefCell::default(),
         };
         let steady_body = steady.mutate_stmt(body);
         if steady.lower.is_empty() && steady.upper.is_empty() {
@@ -776,6 +778,12 @@ struct Steady<'a> {
     /// same clamp recurs in every tap of a stencil, and each solution
     /// substitutes the lets, simplifies and bounds anew.
     solved: RefCell<SolutionMemo>,
+    /// The ranges of the inner loops around the current point by context
+    /// id (`None` where a range is too large to substitute): every
+    /// condition of a context that mentions an inner loop variable needs
+    /// them, and each computation substitutes the lets into every range
+    /// and bounds it.
+    inner_scopes: RefCell<FastHashMap<usize, Option<Scope>>>,
 }
 
 /// Solutions of conditions `d <= 0` by (context id, structural hash of
@@ -1044,6 +1052,10 @@ impl<'a> Prover<'a> {
             return false;
         }
         let at_most_zero = |gap: &Expr| {
+            // A constant is its own bound.
+            if let Some(k) = const_int(gap) {
+                return k <= 0;
+            }
             let max = bounds_of_expr_in_scope(gap, &self.scope).max;
             max.and_then(|m| const_int(&m)).is_some_and(|k| k <= 0)
         };
@@ -1229,18 +1241,35 @@ impl Steady<'_> {
             .iter()
             .any(|(v, _, _)| argent_ir::visit::expr_uses_var(&d, v))
         {
-            let mut scope = Scope::new();
-            // Outermost first, so each range is in terms of outer names.
-            for (v, min, extent) in &self.loops {
-                let (min, extent) = (self.substitute_lets(min)?, self.substitute_lets(extent)?);
-                let last = Expr::sub(Expr::add(min.clone(), extent), Expr::i32(1));
-                let lo = bounds_of_expr_in_scope(&min, &scope).min;
-                let hi = bounds_of_expr_in_scope(&last, &scope).max;
-                scope.push(v.clone(), Interval { min: lo, max: hi });
-            }
+            let known = self.inner_scopes.borrow().get(&self.context).cloned();
+            let scope = match known {
+                Some(scope) => scope,
+                None => {
+                    let scope = self.inner_loop_scope();
+                    self.inner_scopes
+                        .borrow_mut()
+                        .insert(self.context, scope.clone());
+                    scope
+                }
+            }?;
             d = simplify(&bounds_of_expr_in_scope(&d, &scope).max?);
         }
         self.solve_linear(&d, 0)
+    }
+
+    /// The ranges of the inner loops around the current point with the
+    /// lets substituted, outermost first (so each range is in terms of
+    /// outer names); `None` when a substitution grows too large.
+    fn inner_loop_scope(&self) -> Option<Scope> {
+        let mut scope = Scope::new();
+        for (v, min, extent) in &self.loops {
+            let (min, extent) = (self.substitute_lets(min)?, self.substitute_lets(extent)?);
+            let last = Expr::sub(Expr::add(min.clone(), extent), Expr::i32(1));
+            let lo = bounds_of_expr_in_scope(&min, &scope).min;
+            let hi = bounds_of_expr_in_scope(&last, &scope).max;
+            scope.push(v.clone(), Interval { min: lo, max: hi });
+        }
+        Some(scope)
     }
 
     /// Bounds on the loop variable under which `d <= 0`, for `d` linear in

@@ -20,7 +20,7 @@
 
 use argent_ir::visit::{Mutator, Visitor, mutate_expr_children, walk_expr};
 use argent_ir::{BufferArg, Expr, ExprKind, ForKind, Stmt};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 /// Version `s` on the innermost strides of `buffers` (the buffers whose
 /// `stride.0` it mentions): all 1 (gray images) or, when a buffer has three
@@ -143,12 +143,16 @@ fn mentioned(
     strides: &[(String, bool)],
     visit: impl FnOnce(&mut UsedNames),
 ) -> Vec<(String, bool)> {
-    let mut used = UsedNames::default();
+    let mut used = UsedNames {
+        strides,
+        found: vec![false; strides.len()],
+    };
     visit(&mut used);
     strides
         .iter()
-        .filter(|(name, _)| used.0.contains(name))
-        .cloned()
+        .zip(&used.found)
+        .filter(|(_, found)| **found)
+        .map(|(stride, _)| stride.clone())
         .collect()
 }
 
@@ -199,13 +203,19 @@ fn channel_stride(x_stride: &str) -> String {
     format!("{}2", x_stride.trim_end_matches('0'))
 }
 
-#[derive(Default)]
-struct UsedNames(HashSet<String>);
+/// Marks which of a few stride names a statement mentions (a short list:
+/// comparing against it costs less than collecting every name met).
+struct UsedNames<'a> {
+    strides: &'a [(String, bool)],
+    found: Vec<bool>,
+}
 
-impl Visitor for UsedNames {
+impl Visitor for UsedNames<'_> {
     fn visit_expr(&mut self, e: &Expr) {
         if let ExprKind::Var(n) = e.kind() {
-            self.0.insert(n.clone());
+            if let Some(i) = self.strides.iter().position(|(name, _)| name == n) {
+                self.found[i] = true;
+            }
         }
         walk_expr(self, e);
     }

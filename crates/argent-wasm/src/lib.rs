@@ -270,11 +270,29 @@ impl std::error::Error for CodegenError {}
 /// Compiles a lowered module to WebAssembly and validates the result.
 pub fn compile(module: &Module, options: &CodegenOptions) -> Result<CompiledModule, CodegenError> {
     let compiled = emit::compile_module(module, options)?;
+    validate(&compiled.bytes)?;
+    Ok(compiled)
+}
+
+/// Compiles a lowered module to WebAssembly without validating it, for a
+/// caller whose engine validates the module anyway when it compiles it
+/// (the page: `WebAssembly.compile` rejects an invalid module). Tests use
+/// [`compile`], which validates every module it emits.
+pub fn compile_unvalidated(
+    module: &Module,
+    options: &CodegenOptions,
+) -> Result<CompiledModule, CodegenError> {
+    emit::compile_module(module, options)
+}
+
+/// Validates module bytes with the features this backend emits (SIMD128
+/// and threads); an invalid module is a backend bug.
+pub fn validate(bytes: &[u8]) -> Result<(), CodegenError> {
     let mut features = wasmparser::WasmFeatures::default();
     features.set(wasmparser::WasmFeatures::SIMD, true);
     features.set(wasmparser::WasmFeatures::THREADS, true);
     wasmparser::Validator::new_with_features(features)
-        .validate_all(&compiled.bytes)
+        .validate_all(bytes)
         .map_err(|e| CodegenError::Invalid(e.to_string()))?;
-    Ok(compiled)
+    Ok(())
 }

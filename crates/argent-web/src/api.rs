@@ -32,6 +32,14 @@ pub struct CompileOptions {
     /// seeds of small pipelines), which keeps deep pipelines affordable.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub mutate: bool,
+    /// Validate the emitted module with `wasmparser` before returning it,
+    /// so that a backend bug comes back as a `codegen` diagnostic. Off by
+    /// default: the engine validates the module anyway when the runtime
+    /// compiles it, and validating twice cost about a fifth of the
+    /// backend's time. Always on with `random_schedule` (a testing aid)
+    /// and in debug builds.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub validate: bool,
 }
 
 impl Default for CompileOptions {
@@ -41,6 +49,7 @@ impl Default for CompileOptions {
             threads: true,
             random_schedule: None,
             mutate: false,
+            validate: false,
         }
     }
 }
@@ -241,7 +250,13 @@ pub fn compile(
         simd: options.simd,
         threads: options.threads,
     };
-    let compiled = match argent_wasm::compile(&lowered.module, &codegen_options) {
+    let validate = options.validate || options.random_schedule.is_some() || cfg!(debug_assertions);
+    let compiled = if validate {
+        argent_wasm::compile(&lowered.module, &codegen_options)
+    } else {
+        argent_wasm::compile_unvalidated(&lowered.module, &codegen_options)
+    };
+    let compiled = match compiled {
         Ok(compiled) => compiled,
         Err(error) => {
             let mut diagnostic =
@@ -315,7 +330,7 @@ mod tests {
             panic!("unknown option must fail");
         };
         assert_eq!(phase, "options");
-        expect!["bad compile options: unknown field `threds`, expected one of `simd`, `threads`, `randomSchedule`, `mutate` at line 1 column 23"]
+        expect!["bad compile options: unknown field `threds`, expected one of `simd`, `threads`, `randomSchedule`, `mutate`, `validate` at line 1 column 23"]
             .assert_eq(&diagnostics[0].message);
     }
 
@@ -327,11 +342,27 @@ mod tests {
         let CompileResponse::Ok { pipeline, abi, .. } = &response else {
             panic!("compiles: {response:?}");
         };
-        assert_eq!(&wasm[..4], b"\0asm");
+        assert_eq!(argent_wasm::validate(&wasm), Ok(()));
         expect![[r#"{"inputs":[{"name":"in","type":"u8","dims":["x","y"]}],"outputs":[{"name":"out","type":"u8","dims":["x","y"]}],"params":[{"name":"k","type":"u8","default":3.0,"range":[0.0,10.0]}]}"#]]
             .assert_eq(&to_json(pipeline));
         assert_eq!(abi["sharedMemory"], false);
         assert_eq!(abi["buffers"].as_array().map(Vec::len), Some(2));
+    }
+
+    /// Validation is a check only: the page's default (unvalidated) module
+    /// is the validated one, byte for byte, and it is valid.
+    #[test]
+    fn validation_does_not_change_the_module() {
+        let source = "input u8 in(x, y)\nout(x, y) = in(x, y) / 3 + in(x + 1, y)\noutput out\nschedule {\n  out.vectorize(x, 16)\n}\n";
+        let (unchecked, plain) = compile(source, "", &clock);
+        let (checked, validated) = compile(source, r#"{"validate": true}"#, &clock);
+        assert!(
+            matches!(unchecked, CompileResponse::Ok { .. }),
+            "{unchecked:?}"
+        );
+        assert!(matches!(checked, CompileResponse::Ok { .. }), "{checked:?}");
+        assert_eq!(plain, validated);
+        assert_eq!(argent_wasm::validate(&plain), Ok(()));
     }
 
     /// A random schedule replaces the program's own and comes back as
@@ -347,7 +378,7 @@ mod tests {
                 let CompileResponse::Ok { schedule, .. } = response else {
                     panic!("seed {seed} compiles: {response:?}");
                 };
-                assert_eq!(&wasm[..4], b"\0asm");
+                assert_eq!(argent_wasm::validate(&wasm), Ok(()));
                 schedule
             })
             .collect();

@@ -1,0 +1,76 @@
+//! Median time of every lowering pass for the named programs, lowered many
+//! times over: shows which pass to speed up, and is a steady loop to
+//! profile with `perf record`.
+//!
+//! `cargo run --release -p argent-lower --example pass_times -- [-n N] [--print PASS] FILE.ag...`
+//!
+//! `--print PASS` also prints the IR after that pass (`all`: after each).
+
+use argent_lower::{LowerOptions, lower};
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+fn main() {
+    let mut iterations = 100;
+    let mut files = Vec::new();
+    let mut print_after = None;
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        if arg == "-n" {
+            iterations = args
+                .next()
+                .and_then(|n| n.parse().ok())
+                .expect("-n takes a count");
+        } else if arg == "--print" {
+            print_after = args.next();
+        } else {
+            files.push(arg);
+        }
+    }
+    let options = LowerOptions {
+        time_passes: true,
+        ..Default::default()
+    };
+    for file in files {
+        let source = std::fs::read_to_string(&file).expect("readable source file");
+        let (pipeline, diagnostics) = argent_lang::check(&source);
+        let Some(pipeline) = pipeline else {
+            panic!("{file} does not parse: {diagnostics:?}");
+        };
+        if let Some(pass) = &print_after {
+            let dumped = LowerOptions {
+                print_after: Some(pass.clone()),
+                ..Default::default()
+            };
+            for (pass, text) in lower(&pipeline, &dumped).expect("lowers").dumps {
+                println!("---- after {pass}\n{text}");
+            }
+        }
+        // Per pass, in order: its name, its times and the IR size after it.
+        let mut passes: Vec<(String, Vec<f64>, usize)> = Vec::new();
+        let mut totals = Vec::new();
+        for _ in 0..iterations {
+            let lowered = lower(&pipeline, &options).expect("lowers");
+            let mut total = 0.0;
+            for (i, stat) in lowered.pass_stats.iter().enumerate() {
+                let ms = stat.seconds.unwrap_or(0.0) * 1e3;
+                total += ms;
+                if passes.len() <= i {
+                    passes.push((stat.pass.clone(), Vec::new(), stat.nodes));
+                }
+                passes[i].1.push(ms);
+            }
+            totals.push(total);
+        }
+        println!(
+            "{file}: {:.3} ms in passes (median of {iterations})",
+            median(totals)
+        );
+        for (pass, times, nodes) in passes {
+            println!("  {pass:<20} {:>8.3} ms  {nodes:>7} nodes", median(times));
+        }
+    }
+}
