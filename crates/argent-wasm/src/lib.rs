@@ -107,7 +107,8 @@
 //!   `i8x16.shuffle` tree, except where a group of elements is one wider
 //!   lane (stride 4 of bytes, stride 2 of bytes or u16): those mask the
 //!   wide lanes and narrow (`narrow_*_u`), with no shuffle masks for V8 to
-//!   load; shuffles in general (the interleaved stores `argent-lower`'s
+//!   load (a channel of u8 widened to 16 bits narrows once, or not at
+//!   all); shuffles in general (the interleaved stores `argent-lower`'s
 //!   `interleave_stores` makes) through the same tree;
 //!   gathers and scattered stores lane by lane; broadcasts via `splat`;
 //! - `select` via `v128.bitselect`; widening/narrowing casts via

@@ -1175,6 +1175,60 @@ impl FnBuilder<'_> {
         }
     }
 
+    /// `u16(in[ramp(b, k, n)])` for a u8 buffer `in` and stride 4 or 2 (a
+    /// channel of interleaved RGBA, or of two-channel data): the masked
+    /// wide lanes of the window already hold the channel's values zero-
+    /// extended, so one narrow (stride 4) or none (stride 2) gives the u16
+    /// lanes, where loading u8 lanes and widening them would narrow twice
+    /// and extend again. `None` for anything else.
+    fn widened_channel_load(&mut self, value: &Expr) -> VResult<Option<VecVal>> {
+        let ExprKind::Load { buffer, index } = value.kind() else {
+            return Ok(None);
+        };
+        let Some((base, k @ (2 | 4))) = dense_or_strided(index) else {
+            return Ok(None);
+        };
+        let buf = self.buffer(buffer)?;
+        let lanes = value.ty().lanes as usize;
+        if buf.ty != Type::U8 || !layout_ok(value.ty().lanes, 16) {
+            return Ok(None);
+        }
+        let k = k as usize;
+        let (addr, first) = self.base_address(&buf, &base, 2)?;
+        let addr = addr.expect("a base address used twice has a local");
+        let mask_bits = if k == 4 { 32 } else { 16 };
+        let mask = self.const_part(splat_bits(mask_bits, 0xff));
+        let mut parts = Vec::new();
+        // Eight u16 lanes per register: `8 * k` bytes of window each.
+        for j in 0..lanes.div_ceil(8) {
+            let lanes_here = (lanes - j * 8).min(8);
+            let offset = first + (j * 8 * k) as u64;
+            let window = (lanes_here - 1) * k + 1;
+            let masked: Vec<u32> = (0..window.div_ceil(16))
+                .map(|w| {
+                    self.emit(I::LocalGet(addr));
+                    self.emit(I::V128Load(mem(offset + 16 * w as u64, 0)));
+                    self.emit(I::LocalGet(mask));
+                    self.emit(I::V128And);
+                    self.set_new_local(ValType::V128)
+                })
+                .collect();
+            if k == 2 {
+                parts.push(masked[0]);
+                continue;
+            }
+            self.emit(I::LocalGet(masked[0]));
+            self.emit(I::LocalGet(*masked.get(1).unwrap_or(&masked[0])));
+            self.emit(I::I16x8NarrowI32x4U);
+            parts.push(self.set_new_local(ValType::V128));
+        }
+        Ok(Some(VecVal {
+            parts,
+            lane_bits: 16,
+            lanes: value.ty().lanes,
+        }))
+    }
+
     /// Every `k`-th element (the first of each group) of the window `regs`
     /// when a group is one wider lane (four u8 or two u16 elements in an
     /// i32 lane, two u8 in an i16 lane): masks each wide lane down to its
@@ -2295,6 +2349,11 @@ impl FnBuilder<'_> {
         let to = e.ty().element();
         if !to.is_integer() || to.bits > 16 {
             return Ok(None);
+        }
+        if to.bits == 16
+            && let Some(v) = self.widened_channel_load(value)?
+        {
+            return Ok(Some(v));
         }
         let narrow_operand = |x: &Expr| -> Option<Expr> {
             if let Some(inner) = exact_widening(x)

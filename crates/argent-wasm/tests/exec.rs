@@ -281,6 +281,49 @@ fn strided_loads_masked_and_narrowed_match_reference() {
             ));
         }
     }
+    // The same channels widened to 16 bits straight from the window.
+    for (to, k, lanes) in [
+        (Type::U16, 4, 16),
+        (Type::I16, 4, 8),
+        (Type::U16, 4, 12),
+        (Type::U16, 2, 16),
+        (Type::U16, 2, 8),
+    ] {
+        for offset in 0..k {
+            let group = i64::from(lanes) * k;
+            let load = Expr::load(
+                Type::U8.with_lanes(lanes),
+                "in",
+                Expr::ramp(x() * group + offset, Expr::i32(k), lanes),
+            );
+            let body = for_loop(
+                "x",
+                Expr::i32(0),
+                Expr::i32(4),
+                ForKind::Serial,
+                store(
+                    "out",
+                    dense(x() * i64::from(lanes), lanes),
+                    Expr::cast(to.with_lanes(lanes), load)
+                        * Expr::broadcast(Expr::int(to, 3), lanes),
+                ),
+            );
+            let module = module(
+                vec![
+                    buffer("in", Type::U8, 1, BufferRole::Input),
+                    buffer("out", to, 1, BufferRole::Output),
+                ],
+                vec![],
+                body,
+            );
+            let input = random_bytes(4 * group as usize, 29 + offset as u64);
+            cases.push(case(
+                module,
+                vec![typed(input, 1), typed(vec![0; 8 * lanes as usize], 2)],
+                vec![],
+            ));
+        }
+    }
     check_cases(&cases);
 }
 
