@@ -271,7 +271,18 @@ pub fn lower(pipeline: &Pipeline, options: &LowerOptions) -> Result<Lowered, Low
     let s = crate::vectorize::vectorize(&s);
     rec.record("vectorize", &s)?;
     // Dense-innermost-stride version of the body (vec engineer's pass).
-    let s = crate::specialize_strides::specialize_strides(&s, &buffers);
+    // An output whose schedule bounds its channels to a constant count has
+    // at least that many (see `specialize_strides`).
+    let min_channels: std::collections::HashMap<String, i64> = tree
+        .funcs
+        .iter()
+        .filter(|f| f.is_output)
+        .filter_map(|f| {
+            let (_, _, extent) = f.bounds.iter().find(|(dim, _, _)| *dim == 2)?;
+            Some((f.name.clone(), argent_arith::const_int(extent)?))
+        })
+        .collect();
+    let s = crate::specialize_strides::specialize_strides(&s, &buffers, &min_channels);
     rec.record("specialize_strides", &s)?;
     let s = argent_arith::simplify_stmt(&s);
     rec.record("simplify", &s)?;

@@ -26,12 +26,28 @@ use std::collections::HashMap;
 /// `stride.0` it mentions): all 1 (gray images) or, when a buffer has three
 /// or more dimensions, the interleaved layouts where those buffers'
 /// `stride.0` is 3 (RGB) or 4 (RGBA) and the others' 1; `s` itself when it
-/// mentions no stride.
-pub fn specialize_strides(s: &Stmt, buffers: &[BufferArg]) -> Stmt {
-    let strides: Vec<(String, bool)> = buffers
+/// mentions no stride. `min_channels` gives, for buffers known to hold at
+/// least that many channels (an output whose schedule bounds `c` to four),
+/// a floor under their interleaved stride: layouts below it are not
+/// versioned (the general body would run them anyway), which saves a
+/// third of the code and compile time of an RGBA pipeline.
+pub fn specialize_strides(
+    s: &Stmt,
+    buffers: &[BufferArg],
+    min_channels: &HashMap<String, i64>,
+) -> Stmt {
+    // Per buffer: 0 without channels, else the fewest channels it can have.
+    let strides: Vec<(String, i64)> = buffers
         .iter()
         .filter(|b| b.dims > 0)
-        .map(|b| (format!("{}.stride.0", b.name), b.dims >= 3))
+        .map(|b| {
+            let channels = if b.dims >= 3 {
+                min_channels.get(&b.name).copied().unwrap_or(1).max(1)
+            } else {
+                0
+            };
+            (format!("{}.stride.0", b.name), channels)
+        })
         .collect();
     // Each loop nest is versioned on its own, on the strides it mentions:
     // versioning the whole body would copy every stage (most only touch
@@ -42,7 +58,7 @@ pub fn specialize_strides(s: &Stmt, buffers: &[BufferArg]) -> Stmt {
 
 /// `s` with every outermost loop (or `let` whose value mentions a stride)
 /// that mentions the innermost stride of a buffer argument versioned.
-fn version_nests(s: &Stmt, strides: &[(String, bool)]) -> Stmt {
+fn version_nests(s: &Stmt, strides: &[(String, i64)]) -> Stmt {
     match s {
         Stmt::Block(stmts) => {
             Stmt::Block(stmts.iter().map(|s| version_nests(s, strides)).collect())
@@ -139,10 +155,7 @@ fn has_loop(s: &Stmt) -> bool {
 }
 
 /// The strides (with whether their buffer has channels) that `visit` finds.
-fn mentioned(
-    strides: &[(String, bool)],
-    visit: impl FnOnce(&mut UsedNames),
-) -> Vec<(String, bool)> {
+fn mentioned(strides: &[(String, i64)], visit: impl FnOnce(&mut UsedNames)) -> Vec<(String, i64)> {
     let mut used = UsedNames {
         strides,
         found: vec![false; strides.len()],
@@ -157,7 +170,7 @@ fn mentioned(
 }
 
 /// Version `s` on `strides`, the innermost strides it mentions.
-fn version(s: &Stmt, strides: &[(String, bool)]) -> Stmt {
+fn version(s: &Stmt, strides: &[(String, i64)]) -> Stmt {
     if strides.is_empty() {
         return s.clone();
     }
@@ -165,10 +178,11 @@ fn version(s: &Stmt, strides: &[(String, bool)]) -> Stmt {
     // three-dimensional buffer with channels innermost in memory), so a
     // planar copy would only cost compile time: planar data runs the
     // general body, which is exact for every layout.
-    let interleaved = strides.iter().any(|(_, channels)| *channels);
+    let interleaved = strides.iter().any(|(_, channels)| *channels > 0);
     let layouts: &[i64] = if interleaved { &[3, 4] } else { &[1] };
     layouts
         .iter()
+        .filter(|&&layout| strides.iter().all(|(_, channels)| layout >= *channels))
         .rev()
         .fold(s.clone(), |otherwise, &channels| {
             // An interleaved image also has channel stride 1, which makes
@@ -176,8 +190,8 @@ fn version(s: &Stmt, strides: &[(String, bool)]) -> Stmt {
             // of unrolled channels then combine into one dense store
             // (`interleave_stores`).
             let mut values: Vec<(String, i64)> = Vec::new();
-            for (name, has_channels) in strides {
-                if *has_channels && channels != 1 {
+            for (name, buffer_channels) in strides {
+                if *buffer_channels > 0 && channels != 1 {
                     values.push((name.clone(), channels));
                     values.push((channel_stride(name), 1));
                 } else {
@@ -206,7 +220,7 @@ fn channel_stride(x_stride: &str) -> String {
 /// Marks which of a few stride names a statement mentions (a short list:
 /// comparing against it costs less than collecting every name met).
 struct UsedNames<'a> {
-    strides: &'a [(String, bool)],
+    strides: &'a [(String, i64)],
     found: Vec<bool>,
 }
 
@@ -256,7 +270,7 @@ mod tests {
     #[test]
     fn dense_strides_get_their_own_copy() {
         let m = copy_plus_one();
-        let s = specialize_strides(&m.body, &m.buffers);
+        let s = specialize_strides(&m.body, &m.buffers, &HashMap::new());
         expect![[r#"
             if (((in.stride.0 == 1) && (out.stride.0 == 1))) {
               for (x, out.min.0, out.extent.0) {
@@ -302,6 +316,28 @@ mod tests {
               }
             }
         "#]]
-        .assert_eq(&specialize_strides(&body, &buffers).to_string());
+        .assert_eq(&specialize_strides(&body, &buffers, &HashMap::new()).to_string());
+    }
+
+    #[test]
+    fn a_channel_floor_drops_the_narrower_layouts() {
+        // `out` has at least four channels (its schedule bounds c to 4), so
+        // it is never RGB-interleaved: only the RGBA copy and the general body.
+        let buffers = vec![arg("out", Type::U8, 3, BufferRole::Output)];
+        let body = Stmt::Store {
+            buffer: "out".into(),
+            index: Expr::var_i32("out.stride.0"),
+            value: Expr::int(Type::U8, 7),
+        };
+        let floors = HashMap::from([("out".to_string(), 4)]);
+        expect![[r#"
+            if (((out.stride.0 == 4) && (out.stride.2 == 1))) {
+              out[4] = u8(7)
+            }
+            else {
+              out[out.stride.0] = u8(7)
+            }
+        "#]]
+        .assert_eq(&specialize_strides(&body, &buffers, &floors).to_string());
     }
 }
