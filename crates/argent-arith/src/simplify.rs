@@ -368,16 +368,10 @@ pub(crate) struct Simplifier {
     /// the result: without it, simplifying a deep tree would walk each
     /// subtree once per ancestor. Holding the node keeps its address from
     /// being reused.
-    interval_memo: RefCell<FastHashMap<usize, (Expr, Bounds, u64)>>,
+    interval_memo: RefCell<FastHashMap<usize, (Expr, Bounds)>>,
     /// Results of `expr` for composite nodes, by address, under the same
     /// rule as `interval_memo`.
-    simplify_memo: FastHashMap<usize, (Expr, Expr, u64)>,
-    /// Entries of `interval_memo` and `simplify_memo` are valid only in
-    /// the generation they were made in: a binding made or dropped starts
-    /// a new one. Clearing the tables instead cost their whole capacity at
-    /// every `let` and loop. A stale entry still holds its node, so no
-    /// other node can take its address.
-    generation: u64,
+    simplify_memo: FastHashMap<usize, (Expr, Expr)>,
 }
 
 /// How many rebuilt sums `Simplifier::linear_memo` remembers: enough to
@@ -419,8 +413,8 @@ impl Simplifier {
     /// nothing.
     pub(crate) fn recycle(mut self) {
         if self.env.len() > SPARE_MAX_ENTRIES
-            || self.interval_memo.get_mut().len() > SPARE_MAX_ENTRIES
-            || self.simplify_memo.len() > SPARE_MAX_ENTRIES
+            || self.interval_memo.get_mut().capacity() > SPARE_MAX_ENTRIES
+            || self.simplify_memo.capacity() > SPARE_MAX_ENTRIES
         {
             return;
         }
@@ -429,10 +423,7 @@ impl Simplifier {
         }
         self.next_seq = 0;
         self.linear_memo.clear();
-        // Dropped now rather than kept alive until overwritten.
-        self.interval_memo.get_mut().clear();
-        self.simplify_memo.clear();
-        self.generation = 0;
+        self.forget_intervals();
         let _ = SPARE.try_with(|spare| {
             let mut spare = spare.borrow_mut();
             if spare.len() < SPARE_SIMPLIFIERS {
@@ -475,7 +466,13 @@ impl Simplifier {
 
     /// Forget what depends on the bindings (they are about to change).
     fn forget_intervals(&mut self) {
-        self.generation += 1;
+        let memo = self.interval_memo.get_mut();
+        if !memo.is_empty() {
+            memo.clear();
+        }
+        if !self.simplify_memo.is_empty() {
+            self.simplify_memo.clear();
+        }
     }
 
     /// A use of the variable `name` (of type `ty`): its substituted value
@@ -519,15 +516,11 @@ impl Simplifier {
             return self.const_interval_uncached(e);
         }
         let key = e.node() as *const _ as usize;
-        if let Some((_, b, generation)) = self.interval_memo.borrow().get(&key)
-            && *generation == self.generation
-        {
+        if let Some((_, b)) = self.interval_memo.borrow().get(&key) {
             return *b;
         }
         let b = self.const_interval_uncached(e);
-        self.interval_memo
-            .borrow_mut()
-            .insert(key, (e.clone(), b, self.generation));
+        self.interval_memo.borrow_mut().insert(key, (e.clone(), b));
         b
     }
 
@@ -680,15 +673,12 @@ impl Simplifier {
             return self.keep_unchanged(e, r);
         }
         let key = e.node() as *const _ as usize;
-        if let Some((_, r, generation)) = self.simplify_memo.get(&key)
-            && *generation == self.generation
-        {
+        if let Some((_, r)) = self.simplify_memo.get(&key) {
             return r.clone();
         }
         let r = self.expr_node(e);
         let r = self.keep_unchanged(e, r);
-        self.simplify_memo
-            .insert(key, (e.clone(), r.clone(), self.generation));
+        self.simplify_memo.insert(key, (e.clone(), r.clone()));
         r
     }
 
