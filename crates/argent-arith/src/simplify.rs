@@ -146,6 +146,11 @@ impl Linear {
         }
     }
 
+    /// Add the constant `c`.
+    fn add_constant(&mut self, c: i64) {
+        self.constant = self.ty.wrap(self.constant.wrapping_add(c));
+    }
+
     fn add(&mut self, other: &Linear, sign: i64) {
         for (t, c) in &other.terms {
             self.add_term(t, c.wrapping_mul(sign));
@@ -192,26 +197,34 @@ fn small_difference(a: &Expr, b: &Expr) -> Option<Linear> {
 
 /// Decompose an integer scalar expression into a linear combination.
 fn linearize(e: &Expr) -> Linear {
-    let ty = e.ty();
+    let mut l = Linear::constant(e.ty(), 0);
+    linearize_into(e, 1, &mut l);
+    l
+}
+
+/// Add `scale * e` to `l`, taking sums, differences, negations and
+/// products by constants apart. Accumulating into one combination, rather
+/// than building one per subterm and merging them, spares a vector and a
+/// copy of every atom per node; the ring arithmetic makes the result the
+/// same.
+fn linearize_into(e: &Expr, scale: i64, l: &mut Linear) {
     match e.kind() {
-        ExprKind::IntImm(v) => Linear::constant(ty, *v),
+        ExprKind::IntImm(v) => l.add_constant(v.wrapping_mul(scale)),
         ExprKind::Binary {
             op: BinOp::Add,
             a,
             b,
         } => {
-            let mut l = linearize(a);
-            l.add(&linearize(b), 1);
-            l
+            linearize_into(a, scale, l);
+            linearize_into(b, scale, l);
         }
         ExprKind::Binary {
             op: BinOp::Sub,
             a,
             b,
         } => {
-            let mut l = linearize(a);
-            l.add(&linearize(b), -1);
-            l
+            linearize_into(a, scale, l);
+            linearize_into(b, scale.wrapping_neg(), l);
         }
         ExprKind::Binary {
             op: BinOp::Mul,
@@ -222,23 +235,13 @@ fn linearize(e: &Expr) -> Linear {
                 Some(c) => (a, c),
                 None => (b, const_int(a).unwrap_or(1)),
             };
-            let mut l = linearize(x);
-            l.scale(c);
-            l
+            linearize_into(x, scale.wrapping_mul(c), l);
         }
         ExprKind::Unary {
             op: UnaryOp::Neg,
             value,
-        } => {
-            let mut l = linearize(value);
-            l.scale(-1);
-            l
-        }
-        _ => {
-            let mut l = Linear::constant(ty, 0);
-            l.add_term(e, 1);
-            l
-        }
+        } => linearize_into(value, scale.wrapping_neg(), l),
+        _ => l.add_term(e, scale),
     }
 }
 
@@ -789,34 +792,41 @@ impl Simplifier {
     /// `linearize(&rebuild(&l))` equals `l` and every step below is the
     /// corresponding rule of `binary`.
     fn linear_of(&mut self, e: &Expr) -> Linear {
+        let mut l = Linear::constant(e.ty(), 0);
+        self.linear_into(e, 1, &mut l);
+        l
+    }
+
+    /// Add `scale` times the simplified linear form of `e` to `l` (see
+    /// [`linearize_into`]), simplifying the operands left to right.
+    fn linear_into(&mut self, e: &Expr, scale: i64, l: &mut Linear) {
         match e.kind() {
             ExprKind::Binary {
                 op: op @ (BinOp::Add | BinOp::Sub),
                 a,
                 b,
             } => {
-                let mut l = self.linear_of(a);
-                let r = self.linear_of(b);
-                l.add(&r, if *op == BinOp::Add { 1 } else { -1 });
-                l
+                self.linear_into(a, scale, l);
+                let sign = if *op == BinOp::Add {
+                    scale
+                } else {
+                    scale.wrapping_neg()
+                };
+                self.linear_into(b, sign, l);
             }
             ExprKind::Unary {
                 op: UnaryOp::Neg,
                 value,
-            } => {
-                let mut l = self.linear_of(value);
-                l.scale(-1);
-                l
-            }
+            } => self.linear_into(value, scale.wrapping_neg(), l),
             ExprKind::Binary {
                 op: BinOp::Mul,
                 a,
                 b,
             } => {
                 let (a, b) = (self.expr(a), self.expr(b));
-                linearize(&self.binary(BinOp::Mul, a, b))
+                linearize_into(&self.binary(BinOp::Mul, a, b), scale, l);
             }
-            _ => linearize(&self.expr(e)),
+            _ => linearize_into(&self.expr(e), scale, l),
         }
     }
 
