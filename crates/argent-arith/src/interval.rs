@@ -200,30 +200,43 @@ fn const_bounds_of(b: crate::simplify::Bounds, ty: Type) -> Interval {
 /// Variables not in `scope` are treated as single points (the result may
 /// mention them).
 pub fn bounds_of_expr_in_scope(e: &Expr, scope: &Scope) -> Interval {
-    let mut b = BoundsBuilder::new(scope.clone());
+    let mut b = BoundsBuilder::new(scope);
     b.bounds(e)
 }
 
-struct BoundsBuilder {
+struct BoundsBuilder<'a> {
+    /// The caller's scope, borrowed: the prover bounds many small
+    /// expressions in one scope, and copying its names each time showed.
+    outer: &'a Scope,
+    /// Bindings made while bounding (`let`s, loops), innermost last.
     scope: Scope,
     /// The constant parts of `scope`, for the exact analysis of wrapping
     /// types and for simplifying symbolic bounds.
     simp: Simplifier,
 }
 
-impl Drop for BoundsBuilder {
+impl Drop for BoundsBuilder<'_> {
     fn drop(&mut self) {
         std::mem::take(&mut self.simp).recycle();
     }
 }
 
-impl BoundsBuilder {
-    fn new(scope: Scope) -> BoundsBuilder {
+impl<'a> BoundsBuilder<'a> {
+    fn new(outer: &'a Scope) -> BoundsBuilder<'a> {
         let mut simp = Simplifier::fresh();
-        for (name, i) in scope.iter() {
+        for (name, i) in outer.iter() {
             simp.push_bounds(name, const_parts(i));
         }
-        BoundsBuilder { scope, simp }
+        BoundsBuilder {
+            outer,
+            scope: Scope::new(),
+            simp,
+        }
+    }
+
+    /// The innermost interval of `name`.
+    fn interval_of(&self, name: &str) -> Option<&Interval> {
+        self.scope.get(name).or_else(|| self.outer.get(name))
     }
 
     fn push(&mut self, name: &str, i: Interval) {
@@ -273,7 +286,7 @@ impl BoundsBuilder {
         }
         match e.kind() {
             ExprKind::IntImm(_) | ExprKind::FloatImm(_) => Interval::single_point(e.clone()),
-            ExprKind::Var(n) => match self.scope.get(n) {
+            ExprKind::Var(n) => match self.interval_of(n) {
                 Some(i) => i.clone(),
                 None => Interval::single_point(e.clone()),
             },
@@ -358,7 +371,7 @@ impl BoundsBuilder {
     fn exact_bounds(&mut self, e: &Expr) -> Interval {
         let ty = e.ty().element();
         if let ExprKind::Var(n) = e.kind()
-            && let Some(i) = self.scope.get(n)
+            && let Some(i) = self.interval_of(n)
         {
             return i.clone();
         }
@@ -774,7 +787,7 @@ enum Access {
 struct BoxFinder<'a> {
     func: &'a str,
     access: Access,
-    builder: BoundsBuilder,
+    builder: BoundsBuilder<'a>,
     result: Option<Vec<Interval>>,
 }
 
@@ -883,11 +896,11 @@ impl BoxFinder<'_> {
 /// `scope` replaced by their intervals). Loop variables of `For` loops
 /// inside `s` range over `[min, min + extent - 1]`; `LetStmt`/`Let` names
 /// over their values' bounds. Empty when `s` never calls `func`.
-pub fn boxes_required(s: &Stmt, func: &str, scope: &Scope) -> Vec<Interval> {
+pub fn boxes_required<'a>(s: &Stmt, func: &'a str, scope: &'a Scope) -> Vec<Interval> {
     let mut f = BoxFinder {
         func,
         access: Access::Calls,
-        builder: BoundsBuilder::new(scope.clone()),
+        builder: BoundsBuilder::new(scope),
         result: None,
     };
     f.stmt(s);
@@ -895,11 +908,11 @@ pub fn boxes_required(s: &Stmt, func: &str, scope: &Scope) -> Vec<Interval> {
 }
 
 /// [`boxes_required`] for an expression.
-pub fn boxes_required_expr(e: &Expr, func: &str, scope: &Scope) -> Vec<Interval> {
+pub fn boxes_required_expr<'a>(e: &Expr, func: &'a str, scope: &'a Scope) -> Vec<Interval> {
     let mut f = BoxFinder {
         func,
         access: Access::Calls,
-        builder: BoundsBuilder::new(scope.clone()),
+        builder: BoundsBuilder::new(scope),
         result: None,
     };
     f.expr(e);
@@ -908,11 +921,11 @@ pub fn boxes_required_expr(e: &Expr, func: &str, scope: &Scope) -> Vec<Interval>
 
 /// The region of `func` that `s` writes with `Provide`, per dimension
 /// (the counterpart of [`boxes_required`] for update definitions).
-pub fn boxes_provided(s: &Stmt, func: &str, scope: &Scope) -> Vec<Interval> {
+pub fn boxes_provided<'a>(s: &Stmt, func: &'a str, scope: &'a Scope) -> Vec<Interval> {
     let mut f = BoxFinder {
         func,
         access: Access::Provides,
-        builder: BoundsBuilder::new(scope.clone()),
+        builder: BoundsBuilder::new(scope),
         result: None,
     };
     f.stmt(s);

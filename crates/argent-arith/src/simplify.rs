@@ -146,6 +146,11 @@ impl Linear {
         }
     }
 
+    /// Add the constant `c`.
+    fn add_constant(&mut self, c: i64) {
+        self.constant = self.ty.wrap(self.constant.wrapping_add(c));
+    }
+
     fn add(&mut self, other: &Linear, sign: i64) {
         for (t, c) in &other.terms {
             self.add_term(t, c.wrapping_mul(sign));
@@ -192,26 +197,34 @@ fn small_difference(a: &Expr, b: &Expr) -> Option<Linear> {
 
 /// Decompose an integer scalar expression into a linear combination.
 fn linearize(e: &Expr) -> Linear {
-    let ty = e.ty();
+    let mut l = Linear::constant(e.ty(), 0);
+    linearize_into(e, 1, &mut l);
+    l
+}
+
+/// Add `scale * e` to `l`, taking sums, differences, negations and
+/// products by constants apart. Accumulating into one combination, rather
+/// than building one per subterm and merging them, spares a vector and a
+/// copy of every atom per node; the ring arithmetic makes the result the
+/// same.
+fn linearize_into(e: &Expr, scale: i64, l: &mut Linear) {
     match e.kind() {
-        ExprKind::IntImm(v) => Linear::constant(ty, *v),
+        ExprKind::IntImm(v) => l.add_constant(v.wrapping_mul(scale)),
         ExprKind::Binary {
             op: BinOp::Add,
             a,
             b,
         } => {
-            let mut l = linearize(a);
-            l.add(&linearize(b), 1);
-            l
+            linearize_into(a, scale, l);
+            linearize_into(b, scale, l);
         }
         ExprKind::Binary {
             op: BinOp::Sub,
             a,
             b,
         } => {
-            let mut l = linearize(a);
-            l.add(&linearize(b), -1);
-            l
+            linearize_into(a, scale, l);
+            linearize_into(b, scale.wrapping_neg(), l);
         }
         ExprKind::Binary {
             op: BinOp::Mul,
@@ -222,23 +235,13 @@ fn linearize(e: &Expr) -> Linear {
                 Some(c) => (a, c),
                 None => (b, const_int(a).unwrap_or(1)),
             };
-            let mut l = linearize(x);
-            l.scale(c);
-            l
+            linearize_into(x, scale.wrapping_mul(c), l);
         }
         ExprKind::Unary {
             op: UnaryOp::Neg,
             value,
-        } => {
-            let mut l = linearize(value);
-            l.scale(-1);
-            l
-        }
-        _ => {
-            let mut l = Linear::constant(ty, 0);
-            l.add_term(e, 1);
-            l
-        }
+        } => linearize_into(value, scale.wrapping_neg(), l),
+        _ => l.add_term(e, scale),
     }
 }
 
@@ -368,16 +371,10 @@ pub(crate) struct Simplifier {
     /// the result: without it, simplifying a deep tree would walk each
     /// subtree once per ancestor. Holding the node keeps its address from
     /// being reused.
-    interval_memo: RefCell<FastHashMap<usize, (Expr, Bounds, u64)>>,
+    interval_memo: RefCell<FastHashMap<usize, (Expr, Bounds)>>,
     /// Results of `expr` for composite nodes, by address, under the same
     /// rule as `interval_memo`.
-    simplify_memo: FastHashMap<usize, (Expr, Expr, u64)>,
-    /// Entries of `interval_memo` and `simplify_memo` are valid only in
-    /// the generation they were made in: a binding made or dropped starts
-    /// a new one. Clearing the tables instead cost their whole capacity at
-    /// every `let` and loop. A stale entry still holds its node, so no
-    /// other node can take its address.
-    generation: u64,
+    simplify_memo: FastHashMap<usize, (Expr, Expr)>,
 }
 
 /// How many rebuilt sums `Simplifier::linear_memo` remembers: enough to
@@ -396,9 +393,11 @@ thread_local! {
 const SPARE_SIMPLIFIERS: usize = 4;
 
 /// A simplifier whose tables have grown past this many entries is dropped
-/// rather than kept: clearing a table costs its capacity, which a large
-/// statement's simplification would otherwise leave to every small one.
-const SPARE_MAX_ENTRIES: usize = 1024;
+/// rather than kept: clearing a table costs its capacity (at every binding
+/// made or dropped), which a larger simplification would otherwise leave
+/// to every small one. 128 measured best for box_blur (fewer instructions
+/// than 32 or 1024).
+const SPARE_MAX_ENTRIES: usize = 128;
 
 impl Simplifier {
     /// A simplifier with no bindings. Passes simplify many small
@@ -419,8 +418,8 @@ impl Simplifier {
     /// nothing.
     pub(crate) fn recycle(mut self) {
         if self.env.len() > SPARE_MAX_ENTRIES
-            || self.interval_memo.get_mut().len() > SPARE_MAX_ENTRIES
-            || self.simplify_memo.len() > SPARE_MAX_ENTRIES
+            || self.interval_memo.get_mut().capacity() > SPARE_MAX_ENTRIES
+            || self.simplify_memo.capacity() > SPARE_MAX_ENTRIES
         {
             return;
         }
@@ -429,10 +428,7 @@ impl Simplifier {
         }
         self.next_seq = 0;
         self.linear_memo.clear();
-        // Dropped now rather than kept alive until overwritten.
-        self.interval_memo.get_mut().clear();
-        self.simplify_memo.clear();
-        self.generation = 0;
+        self.forget_intervals();
         let _ = SPARE.try_with(|spare| {
             let mut spare = spare.borrow_mut();
             if spare.len() < SPARE_SIMPLIFIERS {
@@ -475,7 +471,13 @@ impl Simplifier {
 
     /// Forget what depends on the bindings (they are about to change).
     fn forget_intervals(&mut self) {
-        self.generation += 1;
+        let memo = self.interval_memo.get_mut();
+        if !memo.is_empty() {
+            memo.clear();
+        }
+        if !self.simplify_memo.is_empty() {
+            self.simplify_memo.clear();
+        }
     }
 
     /// A use of the variable `name` (of type `ty`): its substituted value
@@ -519,15 +521,11 @@ impl Simplifier {
             return self.const_interval_uncached(e);
         }
         let key = e.node() as *const _ as usize;
-        if let Some((_, b, generation)) = self.interval_memo.borrow().get(&key)
-            && *generation == self.generation
-        {
+        if let Some((_, b)) = self.interval_memo.borrow().get(&key) {
             return *b;
         }
         let b = self.const_interval_uncached(e);
-        self.interval_memo
-            .borrow_mut()
-            .insert(key, (e.clone(), b, self.generation));
+        self.interval_memo.borrow_mut().insert(key, (e.clone(), b));
         b
     }
 
@@ -680,15 +678,12 @@ impl Simplifier {
             return self.keep_unchanged(e, r);
         }
         let key = e.node() as *const _ as usize;
-        if let Some((_, r, generation)) = self.simplify_memo.get(&key)
-            && *generation == self.generation
-        {
+        if let Some((_, r)) = self.simplify_memo.get(&key) {
             return r.clone();
         }
         let r = self.expr_node(e);
         let r = self.keep_unchanged(e, r);
-        self.simplify_memo
-            .insert(key, (e.clone(), r.clone(), self.generation));
+        self.simplify_memo.insert(key, (e.clone(), r.clone()));
         r
     }
 
@@ -799,34 +794,41 @@ impl Simplifier {
     /// `linearize(&rebuild(&l))` equals `l` and every step below is the
     /// corresponding rule of `binary`.
     fn linear_of(&mut self, e: &Expr) -> Linear {
+        let mut l = Linear::constant(e.ty(), 0);
+        self.linear_into(e, 1, &mut l);
+        l
+    }
+
+    /// Add `scale` times the simplified linear form of `e` to `l` (see
+    /// [`linearize_into`]), simplifying the operands left to right.
+    fn linear_into(&mut self, e: &Expr, scale: i64, l: &mut Linear) {
         match e.kind() {
             ExprKind::Binary {
                 op: op @ (BinOp::Add | BinOp::Sub),
                 a,
                 b,
             } => {
-                let mut l = self.linear_of(a);
-                let r = self.linear_of(b);
-                l.add(&r, if *op == BinOp::Add { 1 } else { -1 });
-                l
+                self.linear_into(a, scale, l);
+                let sign = if *op == BinOp::Add {
+                    scale
+                } else {
+                    scale.wrapping_neg()
+                };
+                self.linear_into(b, sign, l);
             }
             ExprKind::Unary {
                 op: UnaryOp::Neg,
                 value,
-            } => {
-                let mut l = self.linear_of(value);
-                l.scale(-1);
-                l
-            }
+            } => self.linear_into(value, scale.wrapping_neg(), l),
             ExprKind::Binary {
                 op: BinOp::Mul,
                 a,
                 b,
             } => {
                 let (a, b) = (self.expr(a), self.expr(b));
-                linearize(&self.binary(BinOp::Mul, a, b))
+                linearize_into(&self.binary(BinOp::Mul, a, b), scale, l);
             }
-            _ => linearize(&self.expr(e)),
+            _ => linearize_into(&self.expr(e), scale, l),
         }
     }
 
