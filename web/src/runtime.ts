@@ -69,6 +69,19 @@ export interface CompileOptions {
    * random valid schedule; its text is then in `pipeline.randomSchedule`.
    */
   randomSchedule?: number;
+  /**
+   * With `randomSchedule`: draw the schedule as the compiler's random
+   * schedule checks do (`seeded_schedule`): mutations of the program's own
+   * schedule, or a fully random one for even seeds of small pipelines.
+   */
+  mutate?: boolean;
+  /**
+   * Validate the generated module with wasmparser before returning it (a
+   * compiler bug then surfaces as an internal compiler error rather than
+   * as the engine's compile error). Off by default: the engine validates
+   * every module it compiles anyway.
+   */
+  validate?: boolean;
 }
 
 /**
@@ -349,9 +362,14 @@ export class Runtime {
       type: "compile",
       id: nextCompileId++,
       source: text,
-      options: JSON.stringify(
-        options.randomSchedule === undefined ? { simd, threads } : { simd, threads, randomSchedule: options.randomSchedule },
-      ),
+      // Only the options set are sent (the compiler rejects unknown ones).
+      options: JSON.stringify({
+        simd,
+        threads,
+        ...(options.randomSchedule === undefined ? {} : { randomSchedule: options.randomSchedule }),
+        ...(options.mutate ? { mutate: true } : {}),
+        ...(options.validate ? { validate: true } : {}),
+      }),
     });
     const toBytes = performance.now() - started;
     if (reply.type === "failed") throw new Error(`internal compiler error: ${reply.message}`);

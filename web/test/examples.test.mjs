@@ -64,7 +64,7 @@ for (const name of examples) {
       test(`${config.threads} thread(s), ${config.simd ? "SIMD128" : "scalar"}: matches the reference interpreter`, { todo }, async () => {
         const runtime = runtimes.get(config);
         assert.equal(runtime.mode, config.threads > 1 ? "threads" : "single");
-        const pipeline = await runtime.compile(source);
+        const pipeline = await runtime.compile(source, { validate: true });
         try {
           assert.equal(pipeline.simd, config.simd);
           const photos = pipeline.inputs.map((input) => [input.name, PHOTO]);

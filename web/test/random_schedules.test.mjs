@@ -42,17 +42,6 @@ const KNOWN_GAPS = {
   bicubic_resize:
     "most random schedules are refused at 641x479: its coordinates are computed from data, so bounds fall back to the index type's range (unboundable, or buffers over 4 GiB); its own schedule is checked in examples.test.mjs and random ones at small sizes in the Rust test",
 };
-// Deep pipelines whose random schedules take minutes each at 641x479 (the
-// cost of recomputation multiplies through their pyramids); they run in
-// the full sweep (ARGENT_RANDOM_SEEDS set) and, at small sizes, in the
-// Rust random-schedule test, but not in every CI run.
-const SLOW_BY_DEFAULT = process.env.ARGENT_RANDOM_SEEDS
-  ? {}
-  : {
-      camera_pipe: "minutes per seed at 641x479: run with ARGENT_RANDOM_SEEDS=n",
-      local_laplacian: "minutes per seed at 641x479: run with ARGENT_RANDOM_SEEDS=n",
-      multiscale_interpolation: "minutes per seed at 641x479: run with ARGENT_RANDOM_SEEDS=n",
-    };
 // SIMD128 on 1, 2 and 4 threads, and scalar code on one thread (the
 // issue's configurations; hand schedules run on all six in
 // examples.test.mjs). ARGENT_RANDOM_CONFIGS=1,2,4,1s picks some: a thread
@@ -103,7 +92,7 @@ for (const name of examples) {
 
     for (const config of CONFIGS) {
       const todo = KNOWN_GAPS[name] ?? false;
-      test(`${SEEDS} random schedules, ${config.threads} thread(s), ${config.simd ? "SIMD128" : "scalar"}: match the reference interpreter`, { todo, skip: skip || SLOW_BY_DEFAULT[name] || false }, async (t) => {
+      test(`${SEEDS} random schedules, ${config.threads} thread(s), ${config.simd ? "SIMD128" : "scalar"}: match the reference interpreter`, { todo, skip }, async (t) => {
         const runtime = runtimes.get(config);
         const failures = [];
         let refused = 0;

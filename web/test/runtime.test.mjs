@@ -227,6 +227,17 @@ describe("compile", () => {
     assert.match(error.message, /^\w+ at 2:\d+: /);
   });
 
+  test("random schedules: mutations of the program's own schedule when asked, validated modules", async () => {
+    const source = readFileSync(fileURLToPath(new URL("../../examples/local_laplacian.ag", import.meta.url)), "utf8");
+    // local_laplacian has too many funcs for fully random schedules: its
+    // seeded schedules are mutations of its own (`seeded_schedule`).
+    const mutated = await runtime.compile(source, { randomSchedule: 1, mutate: true, validate: true });
+    const random = await runtime.compile(source, { randomSchedule: 1 });
+    assert.notEqual(mutated.randomSchedule, random.randomSchedule);
+    mutated.dispose();
+    random.dispose();
+  });
+
   test("check returns diagnostics without compiling", async () => {
     assert.deepEqual((await runtime.check(SCALE)).diagnostics, []);
     const { diagnostics } = await runtime.check("input u8 in(x, y\n");
