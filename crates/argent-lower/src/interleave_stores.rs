@@ -33,7 +33,10 @@ struct Interleaver;
 impl Mutator for Interleaver {
     fn mutate_stmt(&mut self, s: &Stmt) -> Stmt {
         match s {
-            Stmt::Block(stmts) => {
+            // Guards are merged only where there are strided stores to
+            // bring together: elsewhere the merge gains nothing and would
+            // only reshape code that is tuned as it is.
+            Stmt::Block(stmts) if has_strided_store(s) => {
                 let merged = merge_neighbours(stmts.iter().map(|s| self.mutate_stmt(s)));
                 let combined = combine_stores(merged);
                 if combined.len() == 1 {
@@ -221,6 +224,26 @@ fn stmt_value(s: &Stmt) -> Option<&Expr> {
         Stmt::Store { value, .. } => Some(value),
         _ => None,
     }
+}
+
+/// Whether `s` stores with a constant stride of 2 to 4 (an interleaved
+/// channel) anywhere.
+fn has_strided_store(s: &Stmt) -> bool {
+    struct Finds(bool);
+    impl Visitor for Finds {
+        fn visit_expr(&mut self, _: &Expr) {}
+        fn visit_stmt(&mut self, s: &Stmt) {
+            if let Some((_, _, 2..=4, _)) = strided_store(s) {
+                self.0 = true;
+            }
+            if !self.0 {
+                argent_ir::visit::walk_stmt(self, s);
+            }
+        }
+    }
+    let mut v = Finds(false);
+    v.visit_stmt(s);
+    v.0
 }
 
 /// Whether `e` loads from no buffer.

@@ -66,38 +66,38 @@ fn box_blur_steady_state_is_v128_without_clamps() {
         i32.mul
         local.get 794
         i32.add
-        local.set 750
+        local.set 728
         local.get 788
         v128.load offset=512 align=1
         local.set 781
-        local.get 720
+        local.get 744
         v128.load offset=1024 align=1
         local.set 779
         local.get 781
         local.get 779
         i16x8.add
-        local.set 738
-        local.get 699
+        local.set 374
+        local.get 703
         v128.load align=1
-        local.set 567
-        local.get 738
-        local.get 567
+        local.set 664
+        local.get 374
+        local.get 664
         i16x8.add
-        local.set 735
-        local.get 735
+        local.set 753
+        local.get 753
         local.get 797
         i32x4.extmul_low_i16x8_u
         i32.const 17
         i32x4.shr_u
-        local.get 735
+        local.get 753
         local.get 797
         i32x4.extmul_high_i16x8_u
         i32.const 17
         i32x4.shr_u
         i16x8.narrow_i32x4_u
-        local.set 736
+        local.set 754
         local.get 790
-        local.get 736
+        local.get 754
         v128.store align=1
         local.get 790
         i32.const 16
@@ -107,14 +107,14 @@ fn box_blur_steady_state_is_v128_without_clamps() {
         i32.const 16
         i32.add
         local.set 788
-        local.get 720
+        local.get 744
         i32.const 16
         i32.add
-        local.set 720
-        local.get 699
+        local.set 744
+        local.get 703
         i32.const 16
         i32.add
-        local.set 699
+        local.set 703
         local.get 793
         i32.const 1
         i32.add
