@@ -246,60 +246,41 @@ fn has_strided_store(s: &Stmt) -> bool {
     v.0
 }
 
-/// Whether `e` loads from no buffer.
-fn reads_no_memory(e: &Expr) -> bool {
-    struct Loads(bool);
-    impl Visitor for Loads {
+/// Whether some node of `e` satisfies `found` (stops at the first).
+fn any_node(e: &Expr, found: impl Fn(&Expr) -> bool) -> bool {
+    struct Search<F>(F, bool);
+    impl<F: Fn(&Expr) -> bool> Visitor for Search<F> {
         fn visit_expr(&mut self, e: &Expr) {
-            if matches!(e.kind(), ExprKind::Load { .. } | ExprKind::Call { .. }) {
-                self.0 = true;
-            }
-            if !self.0 {
-                walk_expr(self, e);
-            }
-        }
-    }
-    let mut v = Loads(false);
-    v.visit_expr(e);
-    !v.0
-}
-
-/// Whether `e` loads from `buffer`.
-fn reads_buffer(e: &Expr, buffer: &str) -> bool {
-    struct Reads<'a>(&'a str, bool);
-    impl Visitor for Reads<'_> {
-        fn visit_expr(&mut self, e: &Expr) {
-            match e.kind() {
-                ExprKind::Load { buffer, .. } if buffer == self.0 => self.1 = true,
-                ExprKind::Call { .. } => self.1 = true,
-                _ => {}
-            }
+            self.1 = self.1 || (self.0)(e);
             if !self.1 {
                 walk_expr(self, e);
             }
         }
     }
-    let mut v = Reads(buffer, false);
+    let mut v = Search(found, false);
     v.visit_expr(e);
     v.1
+}
+
+/// Whether `e` loads from no buffer.
+fn reads_no_memory(e: &Expr) -> bool {
+    !any_node(e, |e| {
+        matches!(e.kind(), ExprKind::Load { .. } | ExprKind::Call { .. })
+    })
+}
+
+/// Whether `e` loads from `buffer` (or calls anything).
+fn reads_buffer(e: &Expr, buffer: &str) -> bool {
+    any_node(e, |e| match e.kind() {
+        ExprKind::Load { buffer: b, .. } => b == buffer,
+        ExprKind::Call { .. } => true,
+        _ => false,
+    })
 }
 
 /// Whether `e` mentions the variable `name`.
 fn mentions(e: &Expr, name: &str) -> bool {
-    struct Finds<'a>(&'a str, bool);
-    impl Visitor for Finds<'_> {
-        fn visit_expr(&mut self, e: &Expr) {
-            if matches!(e.kind(), ExprKind::Var(n) if n == self.0) {
-                self.1 = true;
-            }
-            if !self.1 {
-                walk_expr(self, e);
-            }
-        }
-    }
-    let mut v = Finds(name, false);
-    v.visit_expr(e);
-    v.1
+    any_node(e, |e| matches!(e.kind(), ExprKind::Var(n) if n == name))
 }
 
 #[cfg(test)]

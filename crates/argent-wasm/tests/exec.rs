@@ -231,99 +231,75 @@ fn interleaved_rgb_u16_loads() {
     );
 }
 
+/// `out[x * lanes ..] = value(in[ramp(x * lanes * k + offset, k, lanes)])`
+/// for x in 0..4: one channel of `k`-channel interleaved data of type
+/// `from`, loaded as is (`to == from`) or widened to `to` and tripled.
+fn strided_channel_case(from: Type, to: Type, k: i64, lanes: u16, offset: i64) -> Case {
+    let group = i64::from(lanes) * k;
+    let load = Expr::load(
+        from.with_lanes(lanes),
+        "in",
+        Expr::ramp(x() * group + offset, Expr::i32(k), lanes),
+    );
+    let value = if to == from {
+        load
+    } else {
+        Expr::cast(to.with_lanes(lanes), load) * Expr::broadcast(Expr::int(to, 3), lanes)
+    };
+    let body = for_loop(
+        "x",
+        Expr::i32(0),
+        Expr::i32(4),
+        ForKind::Serial,
+        store("out", dense(x() * i64::from(lanes), lanes), value),
+    );
+    let module = module(
+        vec![
+            buffer("in", from, 1, BufferRole::Input),
+            buffer("out", to, 1, BufferRole::Output),
+        ],
+        vec![],
+        body,
+    );
+    let (in_bytes, out_bytes) = (from.bits as usize / 8, to.bits as usize / 8);
+    let input = random_bytes(4 * group as usize * in_bytes, 17 + offset as u64);
+    case(
+        module,
+        vec![
+            typed(input, in_bytes),
+            typed(vec![0; 4 * lanes as usize * out_bytes], out_bytes),
+        ],
+        vec![],
+    )
+}
+
 /// Strided loads that the backend de-interleaves by masking wide lanes and
 /// narrowing (stride 4 of u8, stride 2 of u8 and u16, signed too), with
-/// full, half and odd windows, each at every offset within its group.
+/// full, half and odd windows, each at every offset within its group; and
+/// u8 channels widened to 16 bits straight from the window.
 #[test]
 fn strided_loads_masked_and_narrowed_match_reference() {
-    let mut cases = Vec::new();
-    for (ty, k, lanes) in [
-        (Type::U8, 4, 16),
-        (Type::U8, 4, 8),
-        (Type::U8, 4, 12),
-        (Type::I8, 4, 16),
-        (Type::U8, 2, 16),
-        (Type::I8, 2, 8),
-        (Type::U16, 2, 8),
-        (Type::I16, 2, 4),
-    ] {
-        for offset in 0..k {
-            let group = i64::from(lanes) * k;
-            let load = Expr::load(
-                ty.with_lanes(lanes),
-                "in",
-                Expr::ramp(x() * group + offset, Expr::i32(k), lanes),
-            );
-            let body = for_loop(
-                "x",
-                Expr::i32(0),
-                Expr::i32(4),
-                ForKind::Serial,
-                store("out", dense(x() * i64::from(lanes), lanes), load),
-            );
-            let module = module(
-                vec![
-                    buffer("in", ty, 1, BufferRole::Input),
-                    buffer("out", ty, 1, BufferRole::Output),
-                ],
-                vec![],
-                body,
-            );
-            let elem = ty.bits as usize / 8;
-            let input = random_bytes(4 * group as usize * elem, 17 + offset as u64);
-            cases.push(case(
-                module,
-                vec![
-                    typed(input, elem),
-                    typed(vec![0; 4 * lanes as usize * elem], elem),
-                ],
-                vec![],
-            ));
-        }
-    }
-    // The same channels widened to 16 bits straight from the window.
-    for (to, k, lanes) in [
-        (Type::U16, 4, 16),
-        (Type::I16, 4, 8),
-        (Type::U16, 4, 12),
-        (Type::U16, 2, 16),
-        (Type::U16, 2, 8),
-    ] {
-        for offset in 0..k {
-            let group = i64::from(lanes) * k;
-            let load = Expr::load(
-                Type::U8.with_lanes(lanes),
-                "in",
-                Expr::ramp(x() * group + offset, Expr::i32(k), lanes),
-            );
-            let body = for_loop(
-                "x",
-                Expr::i32(0),
-                Expr::i32(4),
-                ForKind::Serial,
-                store(
-                    "out",
-                    dense(x() * i64::from(lanes), lanes),
-                    Expr::cast(to.with_lanes(lanes), load)
-                        * Expr::broadcast(Expr::int(to, 3), lanes),
-                ),
-            );
-            let module = module(
-                vec![
-                    buffer("in", Type::U8, 1, BufferRole::Input),
-                    buffer("out", to, 1, BufferRole::Output),
-                ],
-                vec![],
-                body,
-            );
-            let input = random_bytes(4 * group as usize, 29 + offset as u64);
-            cases.push(case(
-                module,
-                vec![typed(input, 1), typed(vec![0; 8 * lanes as usize], 2)],
-                vec![],
-            ));
-        }
-    }
+    let shapes = [
+        (Type::U8, Type::U8, 4, 16),
+        (Type::U8, Type::U8, 4, 8),
+        (Type::U8, Type::U8, 4, 12),
+        (Type::I8, Type::I8, 4, 16),
+        (Type::U8, Type::U8, 2, 16),
+        (Type::I8, Type::I8, 2, 8),
+        (Type::U16, Type::U16, 2, 8),
+        (Type::I16, Type::I16, 2, 4),
+        (Type::U8, Type::U16, 4, 16),
+        (Type::U8, Type::I16, 4, 8),
+        (Type::U8, Type::U16, 4, 12),
+        (Type::U8, Type::U16, 2, 16),
+        (Type::U8, Type::U16, 2, 8),
+    ];
+    let cases: Vec<Case> = shapes
+        .into_iter()
+        .flat_map(|(from, to, k, lanes)| {
+            (0..k).map(move |offset| strided_channel_case(from, to, k, lanes, offset))
+        })
+        .collect();
     check_cases(&cases);
 }
 
