@@ -727,7 +727,42 @@ impl Interval {
 pub struct Scope {
     entries: Vec<(String, Entry)>,
     naming: Option<Naming>,
+    funcs: Option<std::sync::Arc<FuncValues>>,
+    /// How many func definitions [`bounds_of_expr`] is inside (see
+    /// [`MAX_DEFINITION_DEPTH`]).
+    definition_depth: u32,
 }
+
+/// The pure definitions of a pipeline's funcs, by name, so that a value
+/// loaded from a func bounds like its definition over the loaded point's
+/// ranges. A func computed at the root and read as a coordinate (a
+/// bilateral grid's `cell(x, y)` or `gray(x, y)`, a resize's `begin_x(x)`)
+/// is then bounded wherever it is computed, as it is when inlined. Halide
+/// bounds such loads by the func's value over its whole domain; bounding
+/// over the ranges of the arguments actually read is at least as tight.
+/// Funcs with update definitions are left out: their values are bounded
+/// by their type only.
+#[derive(Debug, Default)]
+pub struct FuncValues {
+    definitions: FastHashMap<String, (Vec<String>, Expr)>,
+}
+
+impl FuncValues {
+    pub fn of(pipeline: &argent_ir::Pipeline) -> std::sync::Arc<FuncValues> {
+        let definitions = pipeline
+            .funcs
+            .iter()
+            .filter(|f| f.updates.is_empty())
+            .map(|f| (f.name.clone(), (f.args.clone(), f.value.clone())))
+            .collect();
+        std::sync::Arc::new(FuncValues { definitions })
+    }
+}
+
+/// How deep [`bounds_of_expr`] follows definitions into definitions: each
+/// level bounds a whole func body, and a chain of funcs reading funcs as
+/// coordinates is rarely longer than two.
+const MAX_DEFINITION_DEPTH: u32 = 4;
 
 #[derive(Clone, Debug)]
 enum Entry {
@@ -746,6 +781,11 @@ impl Scope {
     pub fn push(&mut self, name: &str, interval: Interval) {
         self.entries
             .push((name.to_string(), Entry::Known(interval)));
+    }
+    /// Bound loads from funcs by their definitions (see [`FuncValues`]).
+    pub fn with_func_values(mut self, funcs: &std::sync::Arc<FuncValues>) -> Scope {
+        self.funcs = Some(funcs.clone());
+        self
     }
     /// Bind `name` to `value`, whose bounds are computed on first use.
     pub fn push_lazy(&mut self, name: &str, value: Expr) {
@@ -958,6 +998,10 @@ pub fn bounds_of_expr(e: &Expr, scope: &mut Scope) -> Interval {
             scope.pop();
             b
         }
+        ExprKind::Call {
+            target: CallTarget::Func(func),
+            args,
+        } => definition_bounds(func, args, scope).unwrap_or_else(Interval::everything),
         _ => Interval::everything(),
     };
     // Bounds whose expressions grow past a size limit are dropped (which is
@@ -976,6 +1020,32 @@ pub fn bounds_of_expr(e: &Expr, scope: &mut Scope) -> Interval {
         min: result.min.or(type_range.min),
         max: result.max.or(type_range.max),
     }
+}
+
+/// Bounds of `func(args)` from `func`'s definition, its variables ranging
+/// over the bounds of `args` (see [`FuncValues`]); `None` when the scope
+/// has no definitions, `func` has none, or the chain of definitions is
+/// already [`MAX_DEFINITION_DEPTH`] deep.
+fn definition_bounds(func: &str, args: &[Expr], scope: &mut Scope) -> Option<Interval> {
+    if scope.definition_depth >= MAX_DEFINITION_DEPTH {
+        return None;
+    }
+    let funcs = scope.funcs.clone()?;
+    let (vars, value) = funcs.definitions.get(func)?;
+    if vars.len() != args.len() {
+        return None;
+    }
+    let ranges: Vec<Interval> = args.iter().map(|a| bounds_of_expr(a, scope)).collect();
+    for (var, range) in vars.iter().zip(ranges) {
+        scope.push(var, range);
+    }
+    scope.definition_depth += 1;
+    let bounds = bounds_of_expr(value, scope);
+    scope.definition_depth -= 1;
+    for _ in vars {
+        scope.pop();
+    }
+    Some(bounds)
 }
 
 /// Bounds of `max(min(x, hi), lo)` for x, lo and hi in the given

@@ -8,7 +8,7 @@
 //! each realization, and `Assert`s check inputs and outputs before anything
 //! runs.
 
-use crate::arith::{Interval, Scope, bounds_of_expr, simplify};
+use crate::arith::{FuncValues, Interval, Scope, bounds_of_expr, simplify};
 use crate::error::{LowerBug, LowerError};
 use crate::schedule_tree::{Level, ScheduleTree};
 use crate::synthesize::stage_dims;
@@ -535,7 +535,7 @@ fn box_read_in(s: &Stmt, func: &str, scope: Scope) -> (Option<Box_>, Scope) {
 /// The declared ranges of the scalar parameters, which bound indices
 /// computed from them (a bilateral grid's `i32(gray * (1.0 / r_sigma))`).
 pub fn param_scope(pipeline: &Pipeline) -> Scope {
-    let mut scope = Scope::default();
+    let mut scope = Scope::default().with_func_values(&FuncValues::of(pipeline));
     for p in &pipeline.params {
         if let Some((lo, hi)) = p.range {
             scope.push(
@@ -886,6 +886,7 @@ pub fn bounds_inference(
     let mut stmt = body.clone();
     let mut root_lets: Vec<(String, Expr)> = Vec::new();
     let params = param_scope(pipeline);
+    let values = FuncValues::of(pipeline);
     let ranged_params = pipeline.params.iter().any(|p| p.range.is_some());
     let mut helper_count = 0;
     for name in tree.realization_order.iter().rev() {
@@ -898,7 +899,9 @@ pub fn bounds_inference(
         // run-time values (local_laplacian's `levels` pyramid levels, not
         // the most its range allows); their declared ranges only bound the
         // dimensions that have no bound otherwise.
-        let scope = Scope::default().naming("", helper_count);
+        let scope = Scope::default()
+            .with_func_values(&values)
+            .naming("", helper_count);
         let (mut required, scope) = box_read_in(consume, name, scope);
         let mut named;
         (named, helper_count) = scope.named();
@@ -947,10 +950,11 @@ pub fn bounds_inference(
 ///
 /// Example: `realize blur_x: u16() { .. }` becomes
 /// `realize blur_x: u16([blur_x.s0.x.min, blur_x.s0.x.max - blur_x.s0.x.min + 1], ..)`.
-pub fn realize_bounds(body: &Stmt) -> Result<Stmt, LowerError> {
+pub fn realize_bounds(pipeline: &Pipeline, body: &Stmt) -> Result<Stmt, LowerError> {
     struct R {
         err: Option<LowerError>,
         helper_count: usize,
+        values: std::sync::Arc<FuncValues>,
     }
     impl Mutator for R {
         /// Only statements change: expressions are not walked.
@@ -983,7 +987,9 @@ pub fn realize_bounds(body: &Stmt) -> Result<Stmt, LowerError> {
                     include_calls: false,
                     by_reader: None,
                     producing: Vec::new(),
-                    scope: Scope::default().naming("storage_", self.helper_count),
+                    scope: Scope::default()
+                        .with_func_values(&self.values)
+                        .naming("storage_", self.helper_count),
                     result: None,
                 };
                 f.stmt(&body);
@@ -1033,6 +1039,7 @@ pub fn realize_bounds(body: &Stmt) -> Result<Stmt, LowerError> {
     let mut r = R {
         err: None,
         helper_count: 0,
+        values: FuncValues::of(pipeline),
     };
     let out = r.mutate_stmt(body);
     match r.err {

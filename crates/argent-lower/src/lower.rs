@@ -233,7 +233,7 @@ pub fn lower(pipeline: &Pipeline, options: &LowerOptions) -> Result<Lowered, Low
     rec.record("bounds_inference", &shown(&s))?;
     let s = sliding_window::sliding_window(&tree, &s);
     rec.record("sliding_window", &shown(&s))?;
-    let s = bounds_inference::realize_bounds(&s)?;
+    let s = bounds_inference::realize_bounds(&algorithm, &s)?;
     rec.record("realize_bounds", &shown(&s))?;
     let s = storage_folding::storage_folding(&tree, &s)?;
     rec.record("storage_folding", &shown(&s))?;

@@ -31,7 +31,23 @@ fn inputs_for(p: &Pipeline, extents: &[i64]) -> Vec<(String, Buffer)> {
 /// Lower `name` with its own schedule, run it with `exec::run` over the
 /// whole input image and compare with the reference interpreter bit for bit.
 fn lowered_matches_interpreter_on_the_whole_image(name: &str, extents: &[i64]) {
-    let p = example(name);
+    lowered_pipeline_matches_interpreter(name, &example(name), extents);
+}
+
+/// `name`'s algorithm under `schedule` (a `schedule { .. }` block replacing
+/// the example's own).
+fn rescheduled(name: &str, schedule: &str) -> Pipeline {
+    let path = format!("{}/../../examples/{name}", env!("CARGO_MANIFEST_DIR"));
+    let src = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let algorithm = &src[..src
+        .find("\nschedule {")
+        .expect("the example has a schedule")];
+    let src = format!("{algorithm}\n{schedule}\n");
+    argent_lang::compile(&src).unwrap_or_else(|e| panic!("{name} does not compile: {e:?}"))
+}
+
+fn lowered_pipeline_matches_interpreter(name: &str, p: &Pipeline, extents: &[i64]) {
+    let p = p.clone();
     let inputs = inputs_for(&p, extents);
     let refs: Vec<(&str, &Buffer)> = inputs.iter().map(|(n, b)| (n.as_str(), b)).collect();
     let output = &p.outputs[0];
@@ -67,4 +83,32 @@ fn gaussian5x5_runs_on_the_image_it_blurs() {
 fn border_rules_runs_on_the_image_it_blurs() {
     lowered_matches_interpreter_on_the_whole_image("border_rules.ag", &[23, 35]);
     lowered_matches_interpreter_on_the_whole_image("border_rules.ag", &[451, 7]);
+}
+
+/// A func computed at the root and read as a coordinate is bounded by its
+/// definition over the arguments read, as if it were inlined: the bilateral
+/// grid's intensity cell (through `gray`, clamped to [0, 1], and the
+/// ranged param `r_sigma`) and the resize's first tap `begin_x(x)`. Both
+/// schedules were refused as unboundable ("an index used to read it has
+/// no known range").
+#[test]
+fn funcs_read_as_coordinates_are_bounded_by_their_definitions() {
+    let grid = rescheduled(
+        "bilateral_grid.ag",
+        "schedule {\n  gray.compute_root()\n  cell.compute_root()\n  histogram.compute_root()\n  blurz.compute_root()\n  blury.compute_root()\n}",
+    );
+    lowered_pipeline_matches_interpreter("bilateral_grid.ag", &grid, &[37, 21, 3]);
+    let resize = rescheduled(
+        "bicubic_resize.ag",
+        "schedule {\n  begin_x.compute_root()\n  begin_y.compute_root()\n  resized_y.compute_root()\n}",
+    );
+    lowered_pipeline_matches_interpreter("bicubic_resize.ag", &resize, &[19, 23, 3]);
+    // The grid's z extent is that of the cells, not of all i32: the
+    // histogram's storage is small.
+    let lowered = lower(&grid, &LowerOptions::default()).unwrap();
+    let text = lowered.loop_nest.to_string();
+    assert!(
+        !text.contains("2147483647"),
+        "an i32-wide bound remains:\n{text}"
+    );
 }

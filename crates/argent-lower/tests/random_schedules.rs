@@ -390,9 +390,9 @@ fn check_random_schedules(costly: Option<&[(&str, u64)]>) {
                         let seed_start = std::time::Instant::now();
 
                         // A schedule whose regions bounds inference cannot
-                        // bound (values loaded from a func used as
-                        // coordinates, e.g. bicubic_resize's begin_x
-                        // computed at root) is refused and drawn again from
+                        // bound (an index with no known range, such as a
+                        // value of a reduction used as a coordinate) is
+                        // refused and drawn again from
                         // the seed's stream, at most REDRAWS times, so that
                         // refusals do not thin out the check.
                         let mut drawn = None;
@@ -406,7 +406,10 @@ fn check_random_schedules(costly: Option<&[(&str, u64)]>) {
                                     drawn = Some((seed, q, Ok(l.module)));
                                     break;
                                 }
-                                Err(LowerError::Algorithm(_)) => {
+                                Err(LowerError::Algorithm(why)) => {
+                                    if verbose {
+                                        eprintln!("  {name} seed {seed} is unboundable: {why}");
+                                    }
                                     let mut t = tally.lock().unwrap();
                                     t.unboundable += 1;
                                     if redraw < redraws {
