@@ -728,23 +728,29 @@ pub struct Scope {
     entries: Vec<(String, Entry)>,
     naming: Option<Naming>,
     funcs: Option<std::sync::Arc<FuncValues>>,
-    /// How many func definitions [`bounds_of_expr`] is inside (see
-    /// [`MAX_DEFINITION_DEPTH`]).
+    /// How many func definitions [`bounds_of_expr`] is inside, and how
+    /// many it has followed for the outermost call (see [`FuncValues`]).
     definition_depth: u32,
+    definitions_followed: u32,
 }
 
 /// The pure definitions of a pipeline's funcs, by name, so that a value
-/// loaded from a func bounds like its definition over the loaded point's
-/// ranges. A func computed at the root and read as a coordinate (a
-/// bilateral grid's `cell(x, y)` or `gray(x, y)`, a resize's `begin_x(x)`)
-/// is then bounded wherever it is computed, as it is when inlined. Halide
-/// bounds such loads by the func's value over its whole domain; bounding
-/// over the ranges of the arguments actually read is at least as tight.
+/// loaded from a func is bounded by its definition. A func computed at the
+/// root and read as a coordinate (a bilateral grid's `cell(x, y)` or
+/// `gray(x, y)`) is then bounded wherever it is computed, as it is when
+/// inlined.
+///
+/// Two bounds, the cheaper first: the definition's values over its whole
+/// domain (Halide's `func_value_bounds`; `gray`'s clamp gives [0, 1]),
+/// computed once per func; and, where that is unbounded, the definition
+/// over the ranges of the arguments actually read (a resize's first tap
+/// `begin_x(x)` follows `x`), within limits (see [`definition_bounds`]).
 /// Funcs with update definitions are left out: their values are bounded
 /// by their type only.
 #[derive(Debug, Default)]
 pub struct FuncValues {
     definitions: FastHashMap<String, (Vec<String>, Expr)>,
+    whole_domain: std::sync::Mutex<FastHashMap<String, Interval>>,
 }
 
 impl FuncValues {
@@ -755,14 +761,35 @@ impl FuncValues {
             .filter(|f| f.updates.is_empty())
             .map(|f| (f.name.clone(), (f.args.clone(), f.value.clone())))
             .collect();
-        std::sync::Arc::new(FuncValues { definitions })
+        std::sync::Arc::new(FuncValues {
+            definitions,
+            whole_domain: Default::default(),
+        })
+    }
+
+    /// The bounds of `func`'s values over its whole domain, computed on
+    /// first use (funcs only call funcs defined before them, so this
+    /// recursion ends).
+    fn whole_domain(self: &std::sync::Arc<Self>, func: &str) -> Option<Interval> {
+        if let Some(known) = self.whole_domain.lock().unwrap().get(func) {
+            return Some(known.clone());
+        }
+        let (vars, value) = self.definitions.get(func)?;
+        let mut scope = Scope::default().with_func_values(self);
+        // Its variables range over everything (unbound, they would stay
+        // symbolic), and calls inside use their own whole-domain bounds.
+        for var in vars {
+            scope.push(var, Interval::everything());
+        }
+        scope.definition_depth = MAX_DEFINITION_DEPTH;
+        let bounds = bounds_of_expr(value, &mut scope);
+        self.whole_domain
+            .lock()
+            .unwrap()
+            .insert(func.to_string(), bounds.clone());
+        Some(bounds)
     }
 }
-
-/// How deep [`bounds_of_expr`] follows definitions into definitions: each
-/// level bounds a whole func body, and a chain of funcs reading funcs as
-/// coordinates is rarely longer than two.
-const MAX_DEFINITION_DEPTH: u32 = 4;
 
 #[derive(Clone, Debug)]
 enum Entry {
@@ -1022,30 +1049,51 @@ pub fn bounds_of_expr(e: &Expr, scope: &mut Scope) -> Interval {
     }
 }
 
-/// Bounds of `func(args)` from `func`'s definition, its variables ranging
-/// over the bounds of `args` (see [`FuncValues`]); `None` when the scope
-/// has no definitions, `func` has none, or the chain of definitions is
-/// already [`MAX_DEFINITION_DEPTH`] deep.
+/// How deep, and how many definitions for one call, [`definition_bounds`]
+/// follows at the arguments' ranges: a resize's `begin_x(x)` reads
+/// `source_x(x)` when both are computed at the root, but a pyramid level
+/// reads the last level many times per point, and following every read
+/// multiplies.
+const MAX_DEFINITION_DEPTH: u32 = 3;
+const MAX_DEFINITIONS_FOLLOWED: u32 = 16;
+
+/// Bounds of `func(args)` from `func`'s definition (see [`FuncValues`]):
+/// over its whole domain, or, where that is unbounded, over the bounds of
+/// `args` (within [`MAX_DEFINITION_DEPTH`] and
+/// [`MAX_DEFINITIONS_FOLLOWED`]). `None` when the scope has no
+/// definitions or `func` has none.
 fn definition_bounds(func: &str, args: &[Expr], scope: &mut Scope) -> Option<Interval> {
-    if scope.definition_depth >= MAX_DEFINITION_DEPTH {
-        return None;
-    }
     let funcs = scope.funcs.clone()?;
+    let whole = funcs.whole_domain(func)?;
+    if whole.is_bounded() || scope.definition_depth >= MAX_DEFINITION_DEPTH {
+        return Some(whole);
+    }
+    // The definitions followed for one call at the top, at most.
+    if scope.definition_depth == 0 {
+        scope.definitions_followed = 0;
+    }
+    if scope.definitions_followed >= MAX_DEFINITIONS_FOLLOWED {
+        return Some(whole);
+    }
+    scope.definitions_followed += 1;
     let (vars, value) = funcs.definitions.get(func)?;
     if vars.len() != args.len() {
-        return None;
+        return Some(whole);
     }
     let ranges: Vec<Interval> = args.iter().map(|a| bounds_of_expr(a, scope)).collect();
     for (var, range) in vars.iter().zip(ranges) {
         scope.push(var, range);
     }
     scope.definition_depth += 1;
-    let bounds = bounds_of_expr(value, scope);
+    let at_args = bounds_of_expr(value, scope);
     scope.definition_depth -= 1;
     for _ in vars {
         scope.pop();
     }
-    Some(bounds)
+    Some(Interval {
+        min: at_args.min.or(whole.min),
+        max: at_args.max.or(whole.max),
+    })
 }
 
 /// Bounds of `max(min(x, hi), lo)` for x, lo and hi in the given

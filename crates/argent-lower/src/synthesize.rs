@@ -297,15 +297,26 @@ pub fn stage_loop_nest(f: &Func, band: &StageBand) -> Result<Stmt, LowerError> {
                 ranges.insert(outer.clone(), (Expr::i32(0), outer_extent));
                 ranges.insert(inner.clone(), (Expr::i32(0), factor.clone()));
                 let offset = Expr::add(Expr::mul(o.clone(), factor.clone()), i.clone());
+                // A vector loop shifted inwards is its stage's innermost
+                // loop: its start is marked `likely` (Halide's
+                // `likely_if_innermost`), so partition_loops gives it a
+                // steady state without the `min` and a last, shifted
+                // iteration. Outer loops are not partitioned for it: that
+                // would copy their whole bodies for one iteration.
+                let innermost_vector_loop = band
+                    .dims
+                    .first()
+                    .is_some_and(|d| d.full == *inner && d.kind == ForKind::Vectorized)
+                    && band.dims.get(1).is_some_and(|d| d.full == *outer);
+                let start = Expr::mul(o, factor.clone());
+                let start = if innermost_vector_loop {
+                    Expr::likely(start)
+                } else {
+                    start
+                };
                 let value = match tail {
                     TailStrategy::ShiftInwards => Expr::add(
-                        Expr::add(
-                            Expr::min(
-                                Expr::mul(o, factor.clone()),
-                                Expr::sub(e.clone(), factor.clone()),
-                            ),
-                            i,
-                        ),
+                        Expr::add(Expr::min(start, Expr::sub(e.clone(), factor.clone())), i),
                         m.clone(),
                     ),
                     TailStrategy::GuardWithIf => {

@@ -60,66 +60,72 @@ fn steady_loops(wat: &str) -> String {
 fn box_blur_steady_state_is_v128_without_clamps() {
     let wat = example_wat("box_blur.ag");
     expect![[r#"
-        1 steady-state loops; the first:
-        local.get 793
+        3 steady-state loops; the first:
+        local.get 691
         i32.const 8
         i32.mul
-        local.get 794
+        local.get 9
         i32.add
-        local.set 728
-        local.get 788
-        v128.load offset=512 align=1
-        local.set 781
-        local.get 744
-        v128.load offset=1024 align=1
-        local.set 779
-        local.get 781
-        local.get 779
-        i16x8.add
-        local.set 374
-        local.get 703
+        local.get 635
+        i32.add
+        local.get 694
+        i32.add
+        local.get 2
+        i32.sub
+        local.set 688
+        local.get 693
         v128.load align=1
-        local.set 664
-        local.get 374
-        local.get 664
+        local.set 708
+        local.get 690
+        v128.load offset=2 align=1
+        local.set 706
+        local.get 708
+        local.get 706
         i16x8.add
-        local.set 753
-        local.get 753
-        local.get 797
+        local.set 705
+        local.get 689
+        v128.load align=1
+        local.set 704
+        local.get 705
+        local.get 704
+        i16x8.add
+        local.set 703
+        local.get 703
+        local.get 717
         i32x4.extmul_low_i16x8_u
         i32.const 17
         i32x4.shr_u
-        local.get 753
-        local.get 797
+        local.get 703
+        local.get 717
         i32x4.extmul_high_i16x8_u
         i32.const 17
         i32x4.shr_u
         i16x8.narrow_i32x4_u
-        local.set 754
-        local.get 790
-        local.get 754
-        v128.store align=1
-        local.get 790
+        local.set 413
+        local.get 713
+        local.get 413
+        v128.store offset=512 align=1
+        local.get 713
         i32.const 16
         i32.add
-        local.set 790
-        local.get 788
+        local.set 713
+        local.get 693
         i32.const 16
         i32.add
-        local.set 788
-        local.get 744
+        local.set 693
+        local.get 690
         i32.const 16
         i32.add
-        local.set 744
-        local.get 703
+        local.set 690
+        local.get 689
         i32.const 16
         i32.add
-        local.set 703
-        local.get 793
+        local.set 689
+        local.get 691
         i32.const 1
         i32.add
-        local.tee 793
-        local.get 792
+        local.tee 691
+        local.get 715
         i32.lt_s
         br_if 0 (;@9;)"#]]
     .assert_eq(&steady_loops(&wat));
