@@ -639,8 +639,8 @@ impl<'c> FnBuilder<'c> {
     pub fn address(&mut self, buf: &BufBinding, index: &Expr) -> Result<u64, CodegenError> {
         let (dynamic, offset) = split_constant_offset(index);
         let shift = log2_bytes(buf.ty);
-        if self.hoisted_address(&buf.name, &dynamic) {
-            return Ok((offset as u64) << shift);
+        if let Some(extra) = self.hoisted_address(&buf.name, &dynamic) {
+            return Ok(((offset as u64) << shift) + extra);
         }
         self.emit(I::LocalGet(buf.base));
         self.expr(&dynamic)?;

@@ -204,6 +204,9 @@ pub(crate) struct HoistedAddress {
     pub(crate) pointer: u32,
     /// The byte step per iteration.
     pub(crate) step: i64,
+    /// Bytes from the pointer to this access (the pointer may be shared
+    /// with accesses at smaller constant offsets).
+    offset: i64,
     /// Keeps the node alive so its address stays its own.
     _node: Expr,
 }
@@ -333,14 +336,28 @@ impl FnBuilder<'_> {
         }
         let mut accesses = Accesses::default();
         accesses.visit_stmt(body);
-        let mut hoisted = 0;
+        // Each access as `coefficient * var + invariant + constant`.
+        // Accesses to one buffer that differ only in the constant (a
+        // stencil's taps) share one pointer, started at the smallest
+        // constant, and reach the others by non-negative memarg offsets.
+        struct Affine {
+            buffer: String,
+            index: Expr,
+            coefficient: i64,
+            invariant: Vec<(Expr, bool)>,
+            /// The invariant terms printed and sorted: accesses with equal
+            /// keys differ only in the constant.
+            key: String,
+            constant: i64,
+        }
+        let mut affine_accesses: Vec<Affine> = Vec::new();
         for (buffer, index) in accesses.found {
-            if accesses.allocated.contains(&buffer) {
+            if accesses.allocated.contains(&buffer) || index.ty() != argent_ir::Type::I32 {
                 continue;
             }
-            let Ok(buf) = self.buffer(&buffer) else {
+            if self.buffer(&buffer).is_err() {
                 continue;
-            };
+            }
             let mut parts = Vec::new();
             terms(&index, false, &mut parts);
             // A let bound once in the body (and not outside it, so every
@@ -358,11 +375,11 @@ impl FnBuilder<'_> {
                     _ => expanded.push((term, negate)),
                 }
             }
-            let parts = expanded;
             let mut coefficient = 0i64;
-            let mut invariant: Option<Expr> = None;
+            let mut constant = 0i64;
+            let mut invariant = Vec::new();
             let mut affine = true;
-            for (term, negate) in parts {
+            for (term, negate) in expanded {
                 let sign = if negate { -1 } else { 1 };
                 let linear = match term.kind() {
                     ExprKind::Var(n) if n == var => Some(1),
@@ -379,50 +396,107 @@ impl FnBuilder<'_> {
                 };
                 if let Some(c) = linear {
                     coefficient += sign * c;
+                } else if let Some(c) = term.as_int() {
+                    constant += sign * c;
                 } else if self.invariant(&term, bound) {
-                    invariant = Some(match (invariant, negate) {
-                        (None, false) => term,
-                        (None, true) => Expr::sub(Expr::i32(0), term),
-                        (Some(s), false) => Expr::add(s, term),
-                        (Some(s), true) => Expr::sub(s, term),
-                    });
+                    invariant.push((term, negate));
                 } else {
                     affine = false;
                     break;
                 }
             }
-            if !affine || coefficient == 0 || index.ty() != argent_ir::Type::I32 {
+            if !affine || coefficient == 0 {
                 continue;
             }
+            let mut printed: Vec<String> = invariant
+                .iter()
+                .map(|(t, negate)| format!("{}{t}", if *negate { "-" } else { "+" }))
+                .collect();
+            printed.sort();
+            affine_accesses.push(Affine {
+                buffer,
+                index,
+                coefficient,
+                invariant,
+                key: printed.join(" "),
+                constant,
+            });
+        }
+        let mut hoisted = 0;
+        let mut pointers: Vec<(String, i64, String, u32, i64)> = Vec::new();
+        for a in &affine_accesses {
+            let buf = self.buffer(&a.buffer)?;
             let shift = buf.ty.bytes().trailing_zeros() as i32;
-            let start = match &invariant {
-                Some(invariant) => {
-                    self.emit(I::LocalGet(buf.base));
-                    self.expr(invariant)?;
-                    if shift > 0 {
-                        self.emit(I::I32Const(shift));
-                        self.emit(I::I32Shl);
+            let same = |b: &Affine| {
+                b.buffer == a.buffer && b.coefficient == a.coefficient && b.key == a.key
+            };
+            let shared = pointers
+                .iter()
+                .find(|(b, c, k, _, _)| *b == a.buffer && *c == a.coefficient && *k == a.key)
+                .map(|&(_, _, _, pointer, start)| (pointer, start));
+            let (pointer, start_constant) = match shared {
+                Some(found) => found,
+                None => {
+                    let start_constant = affine_accesses
+                        .iter()
+                        .filter(|b| same(b))
+                        .map(|b| b.constant)
+                        .min()
+                        .unwrap_or(a.constant);
+                    let mut invariant: Option<Expr> = None;
+                    for (term, negate) in &a.invariant {
+                        invariant = Some(match (invariant, negate) {
+                            (None, false) => term.clone(),
+                            (None, true) => Expr::sub(Expr::i32(0), term.clone()),
+                            (Some(s), false) => Expr::add(s, term.clone()),
+                            (Some(s), true) => Expr::sub(s, term.clone()),
+                        });
+                    }
+                    if start_constant != 0 {
+                        invariant = Some(match invariant {
+                            None => Expr::i32(start_constant),
+                            Some(s) => Expr::add(s, Expr::i32(start_constant)),
+                        });
+                    }
+                    let start = match &invariant {
+                        Some(invariant) => {
+                            self.emit(I::LocalGet(buf.base));
+                            self.expr(invariant)?;
+                            if shift > 0 {
+                                self.emit(I::I32Const(shift));
+                                self.emit(I::I32Shl);
+                            }
+                            self.emit(I::I32Add);
+                            self.set_new_local(ValType::I32)
+                        }
+                        None => buf.base,
+                    };
+                    let step = a.coefficient.wrapping_shl(shift as u32);
+                    self.emit(I::LocalGet(start));
+                    self.emit(I::LocalGet(var_local));
+                    if step != 1 {
+                        self.emit(I::I32Const(step as i32));
+                        self.emit(I::I32Mul);
                     }
                     self.emit(I::I32Add);
-                    self.set_new_local(ValType::I32)
+                    let pointer = self.set_new_local(ValType::I32);
+                    pointers.push((
+                        a.buffer.clone(),
+                        a.coefficient,
+                        a.key.clone(),
+                        pointer,
+                        start_constant,
+                    ));
+                    (pointer, start_constant)
                 }
-                None => buf.base,
             };
-            let step = coefficient.wrapping_shl(shift as u32);
-            self.emit(I::LocalGet(start));
-            self.emit(I::LocalGet(var_local));
-            if step != 1 {
-                self.emit(I::I32Const(step as i32));
-                self.emit(I::I32Mul);
-            }
-            self.emit(I::I32Add);
-            let pointer = self.set_new_local(ValType::I32);
             self.hoisted_addresses.push(HoistedAddress {
-                key: node_key(&index),
-                buffer,
+                key: node_key(&a.index),
+                buffer: a.buffer.clone(),
                 pointer,
-                step,
-                _node: index,
+                step: a.coefficient.wrapping_shl(shift as u32),
+                offset: (a.constant - start_constant).wrapping_shl(shift as u32),
+                _node: a.index.clone(),
             });
             hoisted += 1;
         }
@@ -431,29 +505,31 @@ impl FnBuilder<'_> {
 
     /// Pushes the address of a hoisted access to `buffer` at index node
     /// `dynamic`, if there is one.
-    pub(crate) fn hoisted_address(&mut self, buffer: &str, dynamic: &Expr) -> bool {
+    /// Returns the byte offset to add to the pointer pushed (non-negative:
+    /// a memarg offset).
+    pub(crate) fn hoisted_address(&mut self, buffer: &str, dynamic: &Expr) -> Option<u64> {
         let key = node_key(dynamic);
-        let Some(h) = self
+        let h = self
             .hoisted_addresses
             .iter()
             .rev()
             .find(|h| h.key == key && h.buffer == buffer)
-            .cloned()
-        else {
-            return false;
-        };
+            .cloned()?;
         self.emit(I::LocalGet(h.pointer));
-        true
+        Some(h.offset as u64)
     }
 
     /// Advances the pointers of the addresses hoisted out of the loop
     /// whose accesses are `hoisted_addresses[from..]` to the next
     /// iteration.
     pub(crate) fn advance_hoisted_addresses(&mut self, from: usize) {
-        let steps: Vec<(u32, i64)> = self.hoisted_addresses[from..]
+        // Accesses that share a pointer advance it once.
+        let mut steps: Vec<(u32, i64)> = self.hoisted_addresses[from..]
             .iter()
             .map(|h| (h.pointer, h.step))
             .collect();
+        let mut seen = HashSet::new();
+        steps.retain(|(pointer, _)| seen.insert(*pointer));
         for (pointer, step) in steps {
             self.emit(I::LocalGet(pointer));
             self.emit(I::I32Const(step as i32));

@@ -72,38 +72,38 @@ fn box_blur_steady_state_is_v128_without_clamps() {
         i32.add
         local.get 2
         i32.sub
-        local.set 688
+        local.set 690
+        local.get 693
+        v128.load offset=2 align=1
+        local.set 711
+        local.get 693
+        v128.load offset=4 align=1
+        local.set 710
+        local.get 711
+        local.get 710
+        i16x8.add
+        local.set 709
         local.get 693
         v128.load align=1
         local.set 708
-        local.get 690
-        v128.load offset=2 align=1
-        local.set 706
+        local.get 709
         local.get 708
-        local.get 706
         i16x8.add
-        local.set 705
-        local.get 689
-        v128.load align=1
-        local.set 704
-        local.get 705
-        local.get 704
-        i16x8.add
-        local.set 703
-        local.get 703
+        local.set 707
+        local.get 707
         local.get 717
         i32x4.extmul_low_i16x8_u
         i32.const 17
         i32x4.shr_u
-        local.get 703
+        local.get 707
         local.get 717
         i32x4.extmul_high_i16x8_u
         i32.const 17
         i32x4.shr_u
         i16x8.narrow_i32x4_u
-        local.set 413
+        local.set 706
         local.get 713
-        local.get 413
+        local.get 706
         v128.store offset=512 align=1
         local.get 713
         i32.const 16
@@ -113,14 +113,6 @@ fn box_blur_steady_state_is_v128_without_clamps() {
         i32.const 16
         i32.add
         local.set 693
-        local.get 690
-        i32.const 16
-        i32.add
-        local.set 690
-        local.get 689
-        i32.const 16
-        i32.add
-        local.set 689
         local.get 691
         i32.const 1
         i32.add
