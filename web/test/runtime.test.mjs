@@ -433,7 +433,10 @@ schedule {
   blur_x.compute_at(out, yo)
 }
 `);
-    const image = grayImage(96, 256);
+    // Wide enough that a run lasts long enough for helpers to wake and
+    // claim strips even when other processes keep the cores busy (at 96
+    // columns a run took 0.1 ms, and under load no helper woke in 2000).
+    const image = grayImage(1536, 256);
     const first = await pipeline.run({ inputs: { in: image } });
     // Every run gives the heap back, and each thread takes a fresh arena
     // (with a 1 MiB gap after it) when it first runs an iteration of that
