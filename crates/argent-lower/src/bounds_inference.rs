@@ -535,7 +535,13 @@ fn box_read_in(s: &Stmt, func: &str, scope: Scope) -> (Option<Box_>, Scope) {
 /// The declared ranges of the scalar parameters, which bound indices
 /// computed from them (a bilateral grid's `i32(gray * (1.0 / r_sigma))`).
 pub fn param_scope(pipeline: &Pipeline) -> Scope {
-    let mut scope = Scope::default().with_func_values(&FuncValues::of(pipeline));
+    param_scope_over(pipeline, &FuncValues::of(pipeline))
+}
+
+/// [`param_scope`] bounding loads from funcs with `values` (whose memo is
+/// then shared).
+fn param_scope_over(pipeline: &Pipeline, values: &std::sync::Arc<FuncValues>) -> Scope {
+    let mut scope = Scope::default().with_func_values(values);
     for p in &pipeline.params {
         if let Some((lo, hi)) = p.range {
             scope.push(
@@ -885,8 +891,8 @@ pub fn bounds_inference(
     crate::arith::forget_simplifications();
     let mut stmt = body.clone();
     let mut root_lets: Vec<(String, Expr)> = Vec::new();
-    let params = param_scope(pipeline);
     let values = FuncValues::of(pipeline);
+    let params = param_scope_over(pipeline, &values);
     let ranged_params = pipeline.params.iter().any(|p| p.range.is_some());
     let mut helper_count = 0;
     for name in tree.realization_order.iter().rev() {
