@@ -8,28 +8,16 @@
 
 use argent_lower::{LowerOptions, lower};
 
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
-}
+#[path = "common/bench_args.rs"]
+mod bench_args;
+use bench_args::{BenchArgs, median};
 
 fn main() {
-    let mut iterations = 100;
-    let mut files = Vec::new();
-    let mut print_after = None;
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        if arg == "-n" {
-            iterations = args
-                .next()
-                .and_then(|n| n.parse().ok())
-                .expect("-n takes a count");
-        } else if arg == "--print" {
-            print_after = args.next();
-        } else {
-            files.push(arg);
-        }
-    }
+    let BenchArgs {
+        iterations,
+        files,
+        print_after,
+    } = BenchArgs::parse(100, true);
     let options = LowerOptions {
         time_passes: true,
         ..Default::default()

@@ -8,25 +8,14 @@
 use argent_web::api::{CompileResponse, compile};
 use std::time::Instant;
 
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
-}
+#[path = "../../argent-lower/examples/common/bench_args.rs"]
+mod bench_args;
+use bench_args::{BenchArgs, median};
 
 fn main() {
-    let mut iterations = 50;
-    let mut files = Vec::new();
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        if arg == "-n" {
-            iterations = args
-                .next()
-                .and_then(|n| n.parse().ok())
-                .expect("-n takes a count");
-        } else {
-            files.push(arg);
-        }
-    }
+    let BenchArgs {
+        iterations, files, ..
+    } = BenchArgs::parse(50, false);
     let start = Instant::now();
     let now_ms = move || start.elapsed().as_secs_f64() * 1000.0;
     for file in files {
