@@ -74,17 +74,17 @@ fn box_blur_steady_state_is_v128_without_clamps() {
         i32.sub
         local.set 690
         local.get 693
-        v128.load offset=2 align=1
+        v128.load align=1
         local.set 711
         local.get 693
-        v128.load offset=4 align=1
+        v128.load offset=2 align=1
         local.set 710
         local.get 711
         local.get 710
         i16x8.add
         local.set 709
         local.get 693
-        v128.load align=1
+        v128.load offset=4 align=1
         local.set 708
         local.get 709
         local.get 708
