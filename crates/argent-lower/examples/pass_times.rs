@@ -12,6 +12,10 @@ use argent_lower::{LowerOptions, lower};
 mod bench_args;
 use bench_args::{BenchArgs, median};
 
+/// As in the `argent` command (crates/argent-cli/src/main.rs).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     let BenchArgs {
         iterations,

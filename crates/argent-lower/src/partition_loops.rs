@@ -805,13 +805,14 @@ struct Prover<'a> {
     lets: Vec<(String, Expr)>,
     /// Ranges of the partitioned loop's variable and of the loops inside.
     scope: Scope,
-    /// The names `scope` binds, with how many times each is bound (a
-    /// quick test of whether an expression depends on a loop).
+    /// The names `scope` binds and the names of `lets` whose values
+    /// depend on them (directly or through other lets), with how many
+    /// bindings of each there are: a quick test of whether an expression
+    /// depends on a loop.
     loop_names: FastHashMap<String, usize>,
-    /// How many of `lets` mention a loop variable, and for each let
-    /// whether it does: computed once when the let is entered rather
-    /// than for every `min`/`max` inside it.
-    loop_dependent_lets: usize,
+    /// For each of `lets`, whether its name was added to `loop_names`:
+    /// computed once when the let is entered rather than for every
+    /// `min`/`max` inside it.
     let_depends_on_loop: Vec<bool>,
     /// When the steady state is versioned on this loop variable, only the
     /// steady versions are rewritten (everything else also runs outside
@@ -935,7 +936,6 @@ impl<'a> Prover<'a> {
             lets: Vec::new(),
             scope,
             loop_names,
-            loop_dependent_lets: 0,
             let_depends_on_loop: Vec::new(),
             versioned: None,
             in_version: false,
@@ -973,15 +973,29 @@ impl<'a> Prover<'a> {
             .find(|(n, original, _)| n == name && original.same_as(value))
             .map_or(value, |(_, _, steady)| steady);
         let depends = self.mentions_loop(value);
-        self.loop_dependent_lets += usize::from(depends);
+        if depends {
+            *self.loop_names.entry(name.to_string()).or_insert(0) += 1;
+        }
         self.let_depends_on_loop.push(depends);
         self.lets.push((name.to_string(), value.clone()));
     }
 
     fn pop_let(&mut self) {
-        self.lets.pop();
-        if self.let_depends_on_loop.pop() == Some(true) {
-            self.loop_dependent_lets -= 1;
+        let popped = self.lets.pop();
+        if self.let_depends_on_loop.pop() == Some(true)
+            && let Some((name, _)) = popped
+        {
+            self.forget_name(&name);
+        }
+    }
+
+    /// Drops one binding of `name` from `loop_names`.
+    fn forget_name(&mut self, name: &str) {
+        if let Some(count) = self.loop_names.get_mut(name) {
+            *count -= 1;
+            if *count == 0 {
+                self.loop_names.remove(name);
+            }
         }
     }
 
@@ -999,12 +1013,7 @@ impl<'a> Prover<'a> {
     fn pop_loop(&mut self, name: &str) {
         self.scope.pop(name);
         self.scope_id = self.scope_ids.pop().unwrap_or(self.scope_id);
-        if let Some(count) = self.loop_names.get_mut(name) {
-            *count -= 1;
-            if *count == 0 {
-                self.loop_names.remove(name);
-            }
-        }
+        self.forget_name(name);
     }
 
     /// Whether `a <= b` follows from a fact `d <= 0` with `a - b - d`
@@ -1013,10 +1022,11 @@ impl<'a> Prover<'a> {
         if a.ty() != Type::I32 {
             return false;
         }
-        // Only choices that depend on a loop variable can be decided by
-        // the facts or the loop ranges (this keeps the pass cheap on
-        // min/max-heavy code such as sorting networks).
-        if !self.mentions_loop(a) && !self.mentions_loop(b) && self.loop_dependent_lets == 0 {
+        // Only choices that depend on a loop variable (directly or through
+        // lets) can be decided by the facts or the loop ranges; the
+        // `simplify` pass decides the others. This keeps the pass cheap
+        // on min/max-heavy code such as sorting networks.
+        if !self.mentions_loop(a) && !self.mentions_loop(b) {
             return false;
         }
         let Some(diff) = substitute_lets(&self.lets, &Expr::sub(a.clone(), b.clone())) else {

@@ -8,6 +8,10 @@
 use argent_web::api::{CompileResponse, compile};
 use std::time::Instant;
 
+/// As in the `argent` command (crates/argent-cli/src/main.rs).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[path = "../../argent-lower/examples/common/bench_args.rs"]
 mod bench_args;
 use bench_args::{BenchArgs, median};
