@@ -1989,11 +1989,13 @@ struct NameCollector {
 
 impl Visitor for NameCollector {
     fn visit_expr(&mut self, e: &Expr) {
+        // A name recurs at every use: look it up before copying it (a
+        // parallel loop's body is most of the pipeline).
         match e.kind() {
-            ExprKind::Var(n) => {
+            ExprKind::Var(n) if !self.vars.contains(n) => {
                 self.vars.insert(n.clone());
             }
-            ExprKind::Load { buffer, .. } => {
+            ExprKind::Load { buffer, .. } if !self.buffers.contains(buffer) => {
                 self.buffers.insert(buffer.clone());
             }
             _ => {}
@@ -2001,7 +2003,9 @@ impl Visitor for NameCollector {
         walk_expr(self, e);
     }
     fn visit_stmt(&mut self, s: &Stmt) {
-        if let Stmt::Store { buffer, .. } = s {
+        if let Stmt::Store { buffer, .. } = s
+            && !self.buffers.contains(buffer)
+        {
             self.buffers.insert(buffer.clone());
         }
         walk_stmt(self, s);
