@@ -6,6 +6,8 @@
 
 use crate::arith::{Monotonic, monotonic, simplify};
 use crate::schedule_tree::{Level, ScheduleTree, Transform};
+use argent_arith::simplify::simplify_in_scope;
+use argent_arith::{Interval, Scope};
 use argent_ir::TailStrategy;
 use argent_ir::visit::{Mutator, expr_uses_var, mutate_stmt_children, substitute};
 use argent_ir::{Expr, ExprKind, ForKind, Stmt};
@@ -80,6 +82,7 @@ pub fn sliding_window(tree: &ScheduleTree, body: &Stmt) -> Stmt {
             func: &sched.name,
             loop_var: &loop_var,
             in_loop: None,
+            loop_range: None,
             lets: Vec::new(),
         };
         stmt = m.mutate_stmt(&stmt);
@@ -167,6 +170,10 @@ struct Slider<'a> {
     loop_var: &'a str,
     /// The minimum of the loop, once inside it.
     in_loop: Option<Expr>,
+    /// The loop variable's first and last values, when constant (an inner
+    /// loop of a split): the regions then lose the clamps that hold for
+    /// every iteration, which otherwise hide their monotonicity.
+    loop_range: Option<Scope>,
     /// Lets seen between the loop and the func's bounds.
     lets: Vec<(String, Expr)>,
 }
@@ -221,13 +228,30 @@ impl Mutator for Slider<'_> {
 
     fn mutate_stmt(&mut self, s: &Stmt) -> Stmt {
         match s {
-            Stmt::For { var, min, kind, .. } if var == self.loop_var && self.in_loop.is_none() => {
+            Stmt::For {
+                var,
+                min,
+                extent,
+                kind,
+                ..
+            } if var == self.loop_var && self.in_loop.is_none() => {
                 if *kind != ForKind::Serial {
                     return s.clone();
                 }
                 self.in_loop = Some(min.clone());
+                self.loop_range = match (
+                    argent_arith::const_int(min),
+                    argent_arith::const_int(extent),
+                ) {
+                    (Some(lo), Some(n)) if n > 0 => Some(Scope::new().with(
+                        var.clone(),
+                        Interval::new(Expr::i32(lo), Expr::i32(lo + n - 1)),
+                    )),
+                    _ => None,
+                };
                 let out = mutate_stmt_children(self, s);
                 self.in_loop = None;
+                self.loop_range = None;
                 out
             }
             Stmt::LetStmt { name, value, body } if self.in_loop.is_some() => {
@@ -265,7 +289,11 @@ impl Mutator for Slider<'_> {
 
 impl Slider<'_> {
     fn slide(&mut self, min: &Expr, max: &Expr) -> Option<Expr> {
-        let (min_e, max_e) = (self.expand(min), self.expand(max));
+        let (mut min_e, mut max_e) = (self.expand(min), self.expand(max));
+        if let Some(range) = &self.loop_range {
+            min_e = simplify_in_scope(&min_e, range);
+            max_e = simplify_in_scope(&max_e, range);
+        }
         if !expr_uses_var(&max_e, self.loop_var) || !self.monotone(&min_e) || !self.monotone(&max_e)
         {
             return None;
