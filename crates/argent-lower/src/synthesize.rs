@@ -302,12 +302,19 @@ pub fn stage_loop_nest(f: &Func, band: &StageBand) -> Result<Stmt, LowerError> {
                 // `likely_if_innermost`), so partition_loops gives it a
                 // steady state without the `min` and a last, shifted
                 // iteration. Outer loops are not partitioned for it: that
-                // would copy their whole bodies for one iteration.
-                let innermost_vector_loop = band
+                // would copy their whole bodies for one iteration. Unrolled
+                // loops inside it (`reorder(c, x).vectorize(x, 4).unroll(c)`)
+                // become straight-line code, so they leave it innermost, as
+                // in Halide, where `likely_if_innermost` is resolved after
+                // unrolling.
+                let mut dims = band
                     .dims
-                    .first()
+                    .iter()
+                    .skip_while(|d| d.kind == ForKind::Unrolled);
+                let innermost_vector_loop = dims
+                    .next()
                     .is_some_and(|d| d.full == *inner && d.kind == ForKind::Vectorized)
-                    && band.dims.get(1).is_some_and(|d| d.full == *outer);
+                    && dims.next().is_some_and(|d| d.full == *outer);
                 let start = Expr::mul(o, factor.clone());
                 let start = if innermost_vector_loop {
                     Expr::likely(start)

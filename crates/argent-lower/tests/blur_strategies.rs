@@ -327,3 +327,30 @@ fn storage_outside_a_parallel_loop_that_computes_it_moves_inside() {
         "blur_x is stored outside the parallel loop:\n{nest}"
     );
 }
+
+/// A vector loop with only unrolled loops inside it (`reorder(c, x)
+/// .vectorize(x, 4).unroll(c)`, bilateral_grid's blury) is innermost once
+/// those are unrolled: it gets a steady state without the shift-inwards
+/// `min`, whose addresses are then affine in the loop variable.
+#[test]
+fn vector_loops_around_unrolled_loops_get_a_steady_state() {
+    let p = argent_lang::compile(
+        "input f32 in(x, y)\n\
+         g(x, y, c) = in(x, y) * f32(c + 1)\n\
+         f(x, y) = g(x, y, 0) + g(x, y, 1)\n\
+         output f\n\
+         schedule { g.compute_root().reorder(c, x, y).vectorize(x, 4).unroll(c) }\n",
+    )
+    .unwrap_or_else(|e| panic!("{e:?}"));
+    let lowered = lower(&p, &LowerOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+    let body = lowered.module.body.to_string();
+    let stores: Vec<&str> = body
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("g[ramp("))
+        .collect();
+    assert!(
+        stores.iter().any(|l| !l.contains("min(")),
+        "no steady-state store without the clamp:\n{body}"
+    );
+}
