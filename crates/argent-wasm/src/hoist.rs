@@ -211,7 +211,11 @@ pub(crate) struct HoistedAddress {
     _node: Expr,
 }
 
-/// `e` as a signed sum of terms (`a - (b + c)` is `+a -b -c`).
+/// `e` as a signed sum of terms (`a - (b + c)` is `+a -b -c`). A sum
+/// scaled by a constant is distributed (`(x + a - 4) * 3` is `+x*3 +a*3
+/// -12`): an interleaved pixel's offset `(x + start) * channels` is then
+/// affine in `x`. Exact: i32 arithmetic wraps, and wrapping multiplication
+/// distributes over wrapping addition.
 fn terms(e: &Expr, negate: bool, out: &mut Vec<(Expr, bool)>) {
     match e.kind() {
         ExprKind::Binary {
@@ -222,8 +226,52 @@ fn terms(e: &Expr, negate: bool, out: &mut Vec<(Expr, bool)>) {
             terms(a, negate, out);
             terms(b, negate != (*op == BinOp::Sub), out);
         }
+        ExprKind::Binary {
+            op: BinOp::Mul,
+            a,
+            b,
+        } if e.ty() == argent_ir::Type::I32
+            && let Some((sum, c)) = match (a.as_int(), b.as_int()) {
+                (_, Some(c)) => Some((a, c)),
+                (Some(c), _) => Some((b, c)),
+                _ => None,
+            }
+            && matches!(
+                sum.kind(),
+                ExprKind::Binary {
+                    op: BinOp::Add | BinOp::Sub,
+                    ..
+                }
+            ) =>
+        {
+            let mut inner = Vec::new();
+            terms(sum, negate, &mut inner);
+            out.extend(inner.into_iter().map(|(t, n)| (scaled(&t, c), n)));
+        }
         _ => out.push((e.clone(), negate)),
     }
+}
+
+/// Term `t` (i32) times the constant `c`, constants folded and
+/// `(x * k) * c` kept in the `x * (k * c)` shape the affine match knows.
+fn scaled(t: &Expr, c: i64) -> Expr {
+    let wrap = |v: i64| Expr::i32(v.wrapping_mul(c) as i32 as i64);
+    if let Some(k) = t.as_int() {
+        return wrap(k);
+    }
+    if let ExprKind::Binary {
+        op: BinOp::Mul,
+        a,
+        b,
+    } = t.kind()
+    {
+        match (a.as_int(), b.as_int()) {
+            (_, Some(k)) => return Expr::mul(a.clone(), wrap(k)),
+            (Some(k), _) => return Expr::mul(b.clone(), wrap(k)),
+            _ => {}
+        }
+    }
+    Expr::mul(t.clone(), Expr::i32(c))
 }
 
 impl FnBuilder<'_> {
@@ -285,9 +333,9 @@ impl FnBuilder<'_> {
         struct Accesses {
             found: Vec<(String, Expr)>,
             allocated: HashSet<String>,
-            /// Scalar lets of the body (an index is often one), and how
-            /// many times each name is bound.
-            lets: HashMap<String, (Expr, usize)>,
+            /// Scalar lets of the body (an index is often one): the value
+            /// of each name, `None` where bindings of the name differ.
+            lets: HashMap<String, Option<Expr>>,
         }
         impl Accesses {
             fn add(&mut self, buffer: &str, index: &Expr) {
@@ -306,15 +354,25 @@ impl FnBuilder<'_> {
                     self.found.push((buffer.to_string(), dynamic));
                 }
             }
+            /// Records a binding of `name`. The unrolled channels of one
+            /// pixel each bind their own copy of a shared index (`let cse9 =
+            /// (x + a) * 3` in every store): equal values are one value.
+            fn bind(&mut self, name: &str, value: &Expr) {
+                self.lets
+                    .entry(name.to_string())
+                    .and_modify(|v| {
+                        if v.as_ref() != Some(value) {
+                            *v = None;
+                        }
+                    })
+                    .or_insert_with(|| Some(value.clone()));
+            }
         }
         impl Visitor for Accesses {
             fn visit_expr(&mut self, e: &Expr) {
                 match e.kind() {
                     ExprKind::Load { buffer, index } => self.add(buffer, index),
-                    ExprKind::Let { name, value, .. } => {
-                        let entry = self.lets.entry(name.clone()).or_insert((value.clone(), 0));
-                        entry.1 += 1;
-                    }
+                    ExprKind::Let { name, value, .. } => self.bind(name, value),
                     _ => {}
                 }
                 walk_expr(self, e);
@@ -322,10 +380,7 @@ impl FnBuilder<'_> {
             fn visit_stmt(&mut self, s: &Stmt) {
                 match s {
                     Stmt::Store { buffer, index, .. } => self.add(buffer, index),
-                    Stmt::LetStmt { name, value, .. } => {
-                        let entry = self.lets.entry(name.clone()).or_insert((value.clone(), 0));
-                        entry.1 += 1;
-                    }
+                    Stmt::LetStmt { name, value, .. } => self.bind(name, value),
                     Stmt::Allocate { buffer, .. } => {
                         self.allocated.insert(buffer.clone());
                     }
@@ -360,13 +415,15 @@ impl FnBuilder<'_> {
             }
             let mut parts = Vec::new();
             terms(&index, false, &mut parts);
-            // A let bound once in the body (and not outside it, so every
-            // use refers to it) stands for its value there.
+            // A let bound in the body to one value (and not outside it, so
+            // every use refers to that value) stands for it there. Its
+            // terms must then be invariant or the loop variable, so they
+            // mean the same at every binding.
             let mut expanded = Vec::new();
             for (term, negate) in parts {
                 match term.kind() {
                     ExprKind::Var(n)
-                        if let Some((value, 1)) = accesses.lets.get(n)
+                        if let Some(Some(value)) = accesses.lets.get(n)
                             && value.ty() == argent_ir::Type::I32
                             && self.lookup(n).is_none() =>
                     {

@@ -382,6 +382,54 @@ fn loop_invariant_scalars_and_broadcasts_are_computed_before_the_loop() {
 }
 
 #[test]
+fn interleaved_offsets_bound_per_store_are_pointers() {
+    // Two unrolled channels, each binding its own copy of the pixel's
+    // offset `i = (x + p) * 3` (as CSE leaves them), read a[i + q] and
+    // a[i + r]: `(x + p) * 3` is distributed into `x * 3 + p * 3`, so both
+    // loads read pointers advanced by 3 bytes (the let's own value, now
+    // unused, is left to the engine's dead-code elimination).
+    let offset = || Expr::mul(Expr::add(x(), Expr::var_i32("p")), Expr::i32(3));
+    let channel = |k: i64, at: &str| {
+        store(
+            "out",
+            Expr::add(x() * 2, Expr::i32(k)),
+            Expr::let_in(
+                "i",
+                offset(),
+                Expr::load(
+                    Type::U8,
+                    "a",
+                    Expr::add(Expr::var_i32("i"), Expr::var_i32(at)),
+                ),
+            ),
+        )
+    };
+    let body = for_loop(
+        "x",
+        Expr::i32(0),
+        Expr::var_i32("n"),
+        ForKind::Serial,
+        Stmt::block(vec![channel(0, "q"), channel(1, "r")]),
+    );
+    let module = module(
+        vec![
+            buffer("a", Type::U8, 1, BufferRole::Input),
+            buffer("out", Type::U8, 1, BufferRole::Output),
+        ],
+        vec![
+            param("p", Type::I32),
+            param("q", Type::I32),
+            param("r", Type::I32),
+            param("n", Type::I32),
+        ],
+        body,
+    );
+    let body = inner_loop(&wat(&module, CodegenOptions::default()));
+    assert_eq!(body.matches("i32.const 3\ni32.add").count(), 2, "{body}");
+    assert_eq!(body.matches("i32.add\ni32.load8_u").count(), 0, "{body}");
+}
+
+#[test]
 fn f32_division_by_a_power_of_two_is_a_multiply() {
     let by = |c: f64| {
         let module = elementwise(Type::F32, Type::F32, 4, |a, _| {

@@ -61,63 +61,63 @@ fn box_blur_steady_state_is_v128_without_clamps() {
     let wat = example_wat("box_blur.ag");
     expect![[r#"
         3 steady-state loops; the first:
-        local.get 691
+        local.get 703
         i32.const 8
         i32.mul
         local.get 9
         i32.add
-        local.get 635
+        local.get 647
         i32.add
-        local.get 694
+        local.get 706
         i32.add
         local.get 2
         i32.sub
-        local.set 690
-        local.get 693
+        local.set 702
+        local.get 705
         v128.load align=1
-        local.set 711
-        local.get 693
+        local.set 723
+        local.get 705
         v128.load offset=2 align=1
-        local.set 710
-        local.get 711
-        local.get 710
+        local.set 722
+        local.get 723
+        local.get 722
         i16x8.add
-        local.set 709
-        local.get 693
+        local.set 721
+        local.get 705
         v128.load offset=4 align=1
-        local.set 708
-        local.get 709
-        local.get 708
+        local.set 720
+        local.get 721
+        local.get 720
         i16x8.add
-        local.set 707
-        local.get 707
-        local.get 717
+        local.set 719
+        local.get 719
+        local.get 729
         i32x4.extmul_low_i16x8_u
         i32.const 17
         i32x4.shr_u
-        local.get 707
-        local.get 717
+        local.get 719
+        local.get 729
         i32x4.extmul_high_i16x8_u
         i32.const 17
         i32x4.shr_u
         i16x8.narrow_i32x4_u
-        local.set 706
-        local.get 713
-        local.get 706
+        local.set 718
+        local.get 725
+        local.get 718
         v128.store offset=512 align=1
-        local.get 713
+        local.get 725
         i32.const 16
         i32.add
-        local.set 713
-        local.get 693
+        local.set 725
+        local.get 705
         i32.const 16
         i32.add
-        local.set 693
-        local.get 691
+        local.set 705
+        local.get 703
         i32.const 1
         i32.add
-        local.tee 691
-        local.get 715
+        local.tee 703
+        local.get 727
         i32.lt_s
         br_if 0 (;@9;)"#]]
     .assert_eq(&steady_loops(&wat));
