@@ -307,10 +307,7 @@ pub fn stage_loop_nest(f: &Func, band: &StageBand) -> Result<Stmt, LowerError> {
                 // become straight-line code, so they leave it innermost, as
                 // in Halide, where `likely_if_innermost` is resolved after
                 // unrolling.
-                let mut dims = band
-                    .dims
-                    .iter()
-                    .skip_while(|d| d.kind == ForKind::Unrolled);
+                let mut dims = band.dims.iter().skip_while(|d| d.kind == ForKind::Unrolled);
                 let innermost_vector_loop = dims
                     .next()
                     .is_some_and(|d| d.full == *inner && d.kind == ForKind::Vectorized)

@@ -767,3 +767,38 @@ fn a_fused_loop_over_a_slid_empty_region_asks_nothing_of_its_producers() {
          }",
     );
 }
+
+/// camera_pipe's own schedule: the simulated raw mosaic (three `pow`s a
+/// pixel) is stored per strip and computed per pair of output rows, a
+/// sliding window. Its region's rows were clamps of the row-pair loop
+/// (`max(min(yii * 2, 127), 0)`), and the differences of such clamps are
+/// not provably monotonic, so it did not slide: each pair of rows
+/// recomputed the whole window, 14 values of raw per output pixel. The
+/// regions are now simplified with the loop's constant range first.
+#[test]
+fn camera_pipe_slides_its_raw_mosaic_along_the_strip() {
+    let src = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/camera_pipe.ag"
+    ))
+    .unwrap();
+    let own = &src[src.find("schedule {").unwrap()..];
+    let unslid = own.replace(
+        "raw.compute_at(processed, yii).store_at(processed, yo).fold_storage(y, 8)",
+        "raw.compute_at(processed, yii)",
+    );
+    assert_ne!(own, unslid, "the schedule no longer stores raw per strip");
+    let slid = run_example_with_schedule("camera_pipe.ag", own);
+    let recomputed = run_example_with_schedule("camera_pipe.ag", &unslid);
+    for ((label, s), (_, r)) in slid.iter().zip(&recomputed) {
+        if *label == "1x1" {
+            continue;
+        }
+        assert!(
+            2 * s.stores_to("raw") < r.stores_to("raw"),
+            "{label}: raw stored {} values with its sliding window, {} without",
+            s.stores_to("raw"),
+            r.stores_to("raw")
+        );
+    }
+}
