@@ -53,7 +53,12 @@ fn photo_crop() -> &'static Path {
 
 /// Runs `example` on the crop and returns the decoded output.
 fn run_example(example: &str, input: &str, extra: &[&str]) -> image::DynamicImage {
-    let out = scratch().join(format!("{}.png", example.trim_end_matches(".ag")));
+    // Tests run in parallel and several run one example (box_blur with and
+    // without `--bits 12`): each run writes a file of its own, or one
+    // could read the other's half-written PNG.
+    static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let out = scratch().join(format!("{}-{run}.png", example.trim_end_matches(".ag")));
     let input_arg = format!("{input}={}", photo_crop().display());
     let pipeline = format!("examples/{example}");
     let mut args = vec![
