@@ -15,7 +15,7 @@ use argent_ir::{
 };
 use std::collections::{BTreeSet, HashMap};
 use wasm_encoder::{
-    BlockType, CodeSection, ConstExpr, EntityType, ExportKind, ExportSection, Function,
+    BlockType, CodeSection, ConstExpr, Encode, EntityType, ExportKind, ExportSection, Function,
     FunctionSection, GlobalSection, GlobalType, ImportSection, Instruction as I, MemArg,
     MemArgTarget, MemoryType, TypeSection, ValType,
 };
@@ -99,7 +99,11 @@ pub(crate) struct FnBuilder<'c> {
     pub ctx: &'c mut Ctx,
     pub n_params: u32,
     pub locals: Vec<ValType>,
-    pub code: Vec<I<'static>>,
+    /// The body's instructions, encoded as they are emitted: an
+    /// `Instruction` takes ten times the bytes of its encoding, and a
+    /// vector of them spent a tenth of code generation growing. `len` and
+    /// `truncate` still mark and undo a try.
+    pub code: Vec<u8>,
     pub scopes: Vec<(String, Binding)>,
     pub buffers: Vec<BufBinding>,
     pub args_ptr: u32,
@@ -321,14 +325,12 @@ impl<'c> FnBuilder<'c> {
     }
 
     pub fn emit(&mut self, i: I<'static>) {
-        self.code.push(i);
+        i.encode(&mut self.code);
     }
 
     pub fn finish(self) -> Function {
         let mut f = Function::new_with_locals_types(self.locals.iter().copied());
-        for i in &self.code {
-            f.instruction(i);
-        }
+        f.raw(self.code);
         f.instruction(&I::End);
         f
     }
