@@ -644,14 +644,26 @@ impl<'c> FnBuilder<'c> {
         if let Some(extra) = self.hoisted_address(&buf.name, &dynamic) {
             return Ok(((offset as u64) << shift) + extra);
         }
-        self.emit(I::LocalGet(buf.base));
-        self.expr(&dynamic)?;
+        self.push_byte_address(buf.base, &dynamic, shift)?;
+        Ok((offset as u64) << shift)
+    }
+
+    /// Pushes `base + (index << shift)`: the byte address of element
+    /// `index` of a buffer whose elements are `1 << shift` bytes.
+    pub(crate) fn push_byte_address(
+        &mut self,
+        base: u32,
+        index: &Expr,
+        shift: u32,
+    ) -> Result<(), CodegenError> {
+        self.emit(I::LocalGet(base));
+        self.expr(index)?;
         if shift > 0 {
             self.emit(I::I32Const(shift as i32));
             self.emit(I::I32Shl);
         }
         self.emit(I::I32Add);
-        Ok((offset as u64) << shift)
+        Ok(())
     }
 
     pub fn load_scalar(&mut self, ty: Type, offset: u64) {

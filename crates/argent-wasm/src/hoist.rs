@@ -517,13 +517,7 @@ impl FnBuilder<'_> {
                     }
                     let start = match &invariant {
                         Some(invariant) => {
-                            self.emit(I::LocalGet(buf.base));
-                            self.expr(invariant)?;
-                            if shift > 0 {
-                                self.emit(I::I32Const(shift));
-                                self.emit(I::I32Shl);
-                            }
-                            self.emit(I::I32Add);
+                            self.push_byte_address(buf.base, invariant, shift as u32)?;
                             self.set_new_local(ValType::I32)
                         }
                         None => buf.base,

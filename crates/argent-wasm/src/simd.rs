@@ -1505,13 +1505,7 @@ impl FnBuilder<'_> {
         {
             return Ok(hit.value.parts[0]);
         }
-        self.emit(I::LocalGet(buf.base));
-        self.expr(scalar)?;
-        if shift > 0 {
-            self.emit(I::I32Const(shift));
-            self.emit(I::I32Shl);
-        }
-        self.emit(I::I32Add);
+        self.push_byte_address(buf.base, scalar, shift as u32)?;
         let local = self.set_new_local(ValType::I32);
         let deps = self.binding_deps(scalar);
         if let Some(cache) = &mut self.vector_cache
