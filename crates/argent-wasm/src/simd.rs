@@ -243,6 +243,22 @@ fn worth_sharing(e: &Expr) -> bool {
     }
 }
 
+/// How many low bits of the unsigned lanes of `e` can be nonzero: fewer
+/// than the width for a logical shift right by a constant from 1 to the
+/// width less one.
+fn significant_bits(e: &Expr) -> u8 {
+    let bits = e.ty().bits;
+    match e.kind() {
+        ExprKind::Binary {
+            op: BinOp::Shr, b, ..
+        } if e.ty().is_uint() => match broadcast_const(b) {
+            Some(k) if (1..i64::from(bits)).contains(&k) => bits - k as u8,
+            _ => bits,
+        },
+        _ => bits,
+    }
+}
+
 /// `Broadcast(IntImm c)` (or a vector constant) as `c`.
 fn broadcast_const(e: &Expr) -> Option<i64> {
     match e.kind() {
@@ -2303,6 +2319,23 @@ impl FnBuilder<'_> {
             }
             return Ok(v);
         }
+        if from.is_uint() && to.bits < from.bits {
+            let bits = significant_bits(value);
+            // Lanes that fit in `to` need neither a clamp nor a mask: the
+            // (signed-input) unsigned narrows keep them exactly. The
+            // rounding `u8((x + 128) >> 8)` of u16 lanes is one narrow.
+            let fits = bits <= to.bits;
+            // Below 2^(bits - 1) the lanes read the same signed, and one
+            // unsigned narrow of signed lanes saturates them exactly:
+            // `sat_u16(x >> 8)` of u32 lanes is one narrow too.
+            let saturates = saturating && from.bits == 2 * to.bits && bits < from.bits;
+            if fits || saturates {
+                while v.lane_bits > to.bits {
+                    v = self.narrow2(&v, Narrow::SignedToUnsigned);
+                }
+                return Ok(v);
+            }
+        }
         Ok(self.narrow_to(v, from.is_int(), to, saturating))
     }
 
@@ -2326,6 +2359,12 @@ impl FnBuilder<'_> {
         if saturating {
             let max = to.max_value() as i64;
             v = self.with_const(&v, max, minmax_instr(true, v.lane_bits, false));
+            // Every lane now fits in `to`, far below the sign bit of any
+            // wider lane: the narrows need no mask.
+            while v.lane_bits > to.bits {
+                v = self.narrow2(&v, Narrow::SignedToUnsigned);
+            }
+            return v;
         }
         while v.lane_bits > to.bits {
             v = self.narrow2(&v, Narrow::Wrap);

@@ -271,6 +271,85 @@ fn rgba_channel_load_is_four_loads_masked_and_narrowed() {
 }
 
 #[test]
+fn saturating_narrow_of_a_shifted_value_is_one_narrow() {
+    // `sat_u16(x >> 8)` on u32 lanes: the shift leaves the sign bit clear,
+    // so the unsigned narrow of signed lanes is exactly the saturating
+    // cast (no clamp, no mask).
+    let module = elementwise(Type::U32, Type::U16, 8, |a, b| {
+        Expr::saturating_cast(
+            Type::U16,
+            Expr::binary(
+                BinOp::Shr,
+                Expr::add(a, b),
+                Expr::broadcast(Expr::int(Type::U32, 8), 8),
+            ),
+        )
+    });
+    check_inner_loop(
+        &module,
+        expect![[r#"
+        local.get 16
+        local.set 19
+        local.get 19
+        v128.load align=1
+        local.set 20
+        local.get 19
+        v128.load offset=16 align=1
+        local.set 21
+        local.get 17
+        local.set 22
+        local.get 22
+        v128.load align=1
+        local.set 23
+        local.get 22
+        v128.load offset=16 align=1
+        local.set 24
+        local.get 20
+        local.get 23
+        i32x4.add
+        local.set 25
+        local.get 21
+        local.get 24
+        i32x4.add
+        local.set 26
+        local.get 25
+        i32.const 8
+        i32x4.shr_u
+        local.set 27
+        local.get 26
+        i32.const 8
+        i32x4.shr_u
+        local.set 28
+        local.get 27
+        local.get 28
+        i16x8.narrow_i32x4_u
+        local.set 29
+        local.get 15
+        local.get 29
+        v128.store align=1
+        local.get 15
+        i32.const 16
+        i32.add
+        local.set 15
+        local.get 16
+        i32.const 32
+        i32.add
+        local.set 16
+        local.get 17
+        i32.const 32
+        i32.add
+        local.set 17
+        local.get 13
+        i32.const 1
+        i32.add
+        local.tee 13
+        local.get 14
+        i32.lt_s
+        br_if 0 (;@2;)"#]],
+    );
+}
+
+#[test]
 fn saturating_add_becomes_add_sat_u() {
     let module = elementwise(Type::U8, Type::U8, 16, |a, b| {
         Expr::saturating_cast(

@@ -695,6 +695,54 @@ fn peepholes_match_exact_semantics() {
         )
     });
     batch.push(run_pattern(&q15, Type::I16, Type::I16, 32, "q15mulr_sat_s"));
+    // A saturating narrow of lanes shifted right: one unsigned narrow
+    // (the shift clears the sign bit it reads), for shifts of 1 and of the
+    // width less one; and of lanes that may use the top bit, a clamp first.
+    for (ty, to, lanes) in [(Type::U32, Type::U16, 4), (Type::U16, Type::U8, 8)] {
+        for shift in [1, i64::from(ty.bits) - 1] {
+            let shifted = elementwise(ty, to, lanes, |a, b| {
+                let k = Expr::broadcast(Expr::int(ty, shift), lanes);
+                Expr::saturating_cast(to, Expr::binary(BinOp::Shr, Expr::add(a, b), k))
+            });
+            let narrow = if to == Type::U16 {
+                "i16x8.narrow_i32x4_u"
+            } else {
+                "i8x16.narrow_i16x8_u"
+            };
+            batch.push(run_pattern(&shifted, ty, to, 4 * lanes as usize, narrow));
+        }
+        let unshifted = elementwise(ty, to, lanes, |a, b| {
+            Expr::saturating_cast(to, Expr::add(a, b))
+        });
+        batch.push(run_pattern(&unshifted, ty, to, 4 * lanes as usize, "min_u"));
+        // Wrapping: a shift that leaves only `to`'s bits needs no mask; one
+        // bit less keeps the mask.
+        let half = i64::from(ty.bits - to.bits);
+        for (shift, instruction) in [(half, "narrow"), (half - 1, "v128.and")] {
+            let wrapped = elementwise(ty, to, lanes, |a, b| {
+                let k = Expr::broadcast(Expr::int(ty, shift), lanes);
+                Expr::cast(to, Expr::binary(BinOp::Shr, Expr::add(a, b), k))
+            });
+            batch.push(run_pattern(
+                &wrapped,
+                ty,
+                to,
+                4 * lanes as usize,
+                instruction,
+            ));
+        }
+    }
+    let twice = elementwise(Type::U32, Type::U8, 4, |a, b| {
+        let k = Expr::broadcast(Expr::int(Type::U32, 4), 4);
+        Expr::saturating_cast(Type::U8, Expr::binary(BinOp::Shr, Expr::add(a, b), k))
+    });
+    batch.push(run_pattern(
+        &twice,
+        Type::U32,
+        Type::U8,
+        16,
+        "i8x16.narrow_i16x8_u",
+    ));
     // Widening multiplies.
     let extmul = elementwise(Type::U8, Type::U16, 16, |a, b| {
         Expr::mul(wide(Type::U16, a), wide(Type::U16, b))
