@@ -166,6 +166,23 @@ fn main() -> ExitCode {
     }
 }
 
+/// Writes `text` to standard output. A reader that closes the pipe early
+/// (`argent lower x.ag | head`) wants no more of it: that ends the output
+/// quietly, where `print!` would panic and report an internal error.
+fn write_stdout(text: &str) -> Result<(), CliError> {
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(CliError::User(format!(
+            "error: cannot write to standard output: {e}"
+        ))),
+        _ => Ok(()),
+    }
+}
+
 fn dispatch(command: Option<Command>, color: bool) -> Result<(), CliError> {
     match command {
         None => run::run_default(),
@@ -186,8 +203,7 @@ fn dispatch(command: Option<Command>, color: bool) -> Result<(), CliError> {
         }
         Some(Command::Print { pipeline, schedule }) => {
             let loaded = run::load(&pipeline, schedule.as_deref(), color)?;
-            print!("{}", loaded.pipeline);
-            Ok(())
+            write_stdout(&loaded.pipeline.to_string())
         }
         Some(Command::Lower {
             pipeline,
@@ -218,16 +234,18 @@ fn dispatch(command: Option<Command>, color: bool) -> Result<(), CliError> {
                 }
                 eprintln!("{:<20} {:>9.2} ms", "total", total * 1e3);
             }
-            if schedule_tree {
-                print!("{}", lowered.schedule_tree);
+            let text = if schedule_tree {
+                lowered.schedule_tree.to_string()
             } else if print_after.is_some() {
-                for (pass, text) in &lowered.dumps {
-                    println!("# after {pass}\n{text}");
-                }
+                lowered
+                    .dumps
+                    .iter()
+                    .map(|(pass, text)| format!("# after {pass}\n{text}\n"))
+                    .collect()
             } else {
-                print!("{}", lowered.module.body);
-            }
-            Ok(())
+                lowered.module.body.to_string()
+            };
+            write_stdout(&text)
         }
         Some(Command::DebugInternalError { panic }) => {
             if panic {

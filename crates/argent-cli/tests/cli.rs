@@ -749,3 +749,40 @@ fn lowered_engine_matches_the_reference_interpreter() {
         assert_eq!(reference.as_bytes(), lowered.as_bytes(), "{example}");
     }
 }
+
+#[test]
+fn a_reader_that_closes_the_pipe_early_ends_the_output_quietly() {
+    // `argent lower x.ag --print-after all | head -1`: megabytes of IR, of
+    // which the reader takes one line. Writing the rest fails with a broken
+    // pipe, which is no error of the user's or of Argent's.
+    use std::io::Read as _;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_argent"))
+        .args([
+            "lower",
+            "examples/local_laplacian.ag",
+            "--print-after",
+            "all",
+        ])
+        .current_dir(repo_root())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the argent binary runs");
+    let mut first = [0u8; 16];
+    child
+        .stdout
+        .take()
+        .expect("stdout is piped")
+        .read_exact(&mut first)
+        .expect("the IR starts");
+    // The read end is dropped here: every later write hits a closed pipe.
+    let output = child.wait_with_output().expect("argent ends");
+    assert_eq!(&first[..8], b"# after ");
+    assert!(
+        output.status.success(),
+        "exit {:?}: {}",
+        output.status,
+        stderr(&output)
+    );
+    assert_eq!(stderr(&output), "");
+}
