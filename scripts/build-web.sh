@@ -9,6 +9,7 @@
 #                      lets a developer build from a reduced workspace.
 #   ARGENT_WEB_PROFILE web (default: release with LTO, see the root
 #                      Cargo.toml), release or dev
+#   ARGENT_WASM_OPT    0 skips wasm-opt -O3 (which runs for the web profile)
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -47,10 +48,27 @@ wasm-bindgen --target web --out-dir "$repo/web/pkg" \
   "$target_dir/wasm32-unknown-unknown/$profile_dir/argent_web.wasm"
 
 cd "$repo/web"
-if [ ! -d node_modules ]; then
+# wasm-opt comes from the npm package `binaryen` (Debian's is too old for
+# wasm-bindgen's output): a checkout installed before it was added
+# installs again.
+if [ ! -d node_modules ] || [ ! -x node_modules/.bin/wasm-opt ]; then
   step "installing npm dependencies (npm ci)"
   npm ci --no-audit --no-fund
 fi
+
+if [ "$profile" = web ] && [ "${ARGENT_WASM_OPT:-1}" != 0 ]; then
+  # Binaryen's -O3 over rustc's output: the compiler in the page lowers
+  # and generates code 7-9% faster once V8 has tiered it up (box_blur
+  # 7.1 -> 6.5 ms, local_laplacian 48.8 -> 45.2 ms in Node), and the
+  # module shrinks from 2.8 to 2.3 MB. -O4 measured no better. About
+  # 30 s; ARGENT_WASM_OPT=0 skips it.
+  step "optimizing web/pkg/argent_web_bg.wasm with wasm-opt -O3"
+  node_modules/.bin/wasm-opt -O3 \
+    --enable-simd --enable-bulk-memory --enable-nontrapping-float-to-int \
+    --enable-sign-ext --enable-mutable-globals --enable-reference-types --enable-multivalue \
+    pkg/argent_web_bg.wasm -o pkg/argent_web_bg.wasm
+fi
+
 
 step "compiling the TypeScript runtime into web/dist"
 rm -rf dist
