@@ -245,6 +245,13 @@ export class Runtime {
   private readonly baseUrl: URL;
   private compiler: Promise<WorkerHandle> | null = null;
   private compilerGeneration = 0;
+  /** Compile and check requests made so far (a warm-up waits for none). */
+  private compilesAsked = 0;
+  /**
+   * @internal What the compiler worker's warm-up did, once it is done: its
+   * milliseconds, and how many of its rounds compiled.
+   */
+  compilerWarmUp: { ms: number; compiled: number; rounds: number } | null = null;
   private compilerWaiters = new Map<number, { resolve: (reply: CompilerReply) => void; reject: (error: Error) => void }>();
   private pool: Pool | null = null;
   /** Runs execute one at a time, in call order. */
@@ -284,6 +291,7 @@ export class Runtime {
         worker.onMessage((reply: CompilerReply) => {
           if (reply.type === "ready") resolve();
           else if (reply.type === "init-error") reject(new Error(`could not load the compiler: ${reply.message}`));
+          else if (reply.type === "warmed-up") this.compilerWarmUp = { ms: reply.ms, compiled: reply.compiled, rounds: reply.rounds };
           else {
             const waiter = this.compilerWaiters.get(reply.id);
             this.compilerWaiters.delete(reply.id);
@@ -297,6 +305,15 @@ export class Runtime {
       } finally {
         worker.setBusy(false);
       }
+      // Nobody is waiting for a compile yet: warm the compiler up with the
+      // options compiles will use (a compile asked for meanwhile goes
+      // first, and waits for one warm-up round at most after that).
+      if (this.compilesAsked === 0) {
+        worker.post({
+          type: "warm-up",
+          options: JSON.stringify({ simd: this.simd, threads: this.sharedMemory }),
+        } satisfies CompilerRequest);
+      }
       return worker;
     })();
     return this.compiler;
@@ -307,7 +324,8 @@ export class Runtime {
     this.startCompiler().catch(() => undefined);
   }
 
-  private async askCompiler(request: CompilerRequest): Promise<CompilerReply> {
+  private async askCompiler(request: Exclude<CompilerRequest, { type: "warm-up" }>): Promise<CompilerReply> {
+    this.compilesAsked++;
     const worker = await this.startCompiler();
     const reply = await new Promise<CompilerReply>((resolve, reject) => {
       this.compilerWaiters.set(request.id, { resolve, reject });

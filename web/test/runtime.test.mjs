@@ -197,6 +197,23 @@ describe("compile", () => {
     pipeline.dispose();
   });
 
+  test("a fresh runtime's compiler warms up with the options its compiles use, before any is asked", async () => {
+    // The warm-up's compiles must succeed: one the compiler rejects (it
+    // once passed `threads: 2` where a boolean is expected) warms nothing.
+    for (const simd of [true, false]) {
+      const fresh = await createRuntime({ threads: 2, simd });
+      try {
+        const deadline = Date.now() + 60_000;
+        while (!fresh.compilerWarmUp && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+        assert.ok(fresh.compilerWarmUp, "the warm-up reported back");
+        assert.equal(fresh.compilerWarmUp.compiled, fresh.compilerWarmUp.rounds, `simd ${simd}`);
+        assert.ok(fresh.compilerWarmUp.rounds >= 1);
+      } finally {
+        fresh.dispose();
+      }
+    }
+  });
+
   test("accepts a tagged template", async () => {
     const factor = 2;
     const pipeline = await runtime.compile`
