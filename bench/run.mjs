@@ -630,6 +630,12 @@ if (!argentBuilt) {
 // four channels unrolled, so each group of pixels leaves as one
 // interleaved store).
 const LIBRARY_WORKLOADS = [
+  // The sums are at most 256 * 65535, so the rounded result always fits in
+  // u16: `sat_u16` is the same function as `u16` here, and it compiles to
+  // one unsigned narrow (the shift clears the sign bit), where a wrapping
+  // cast masks each half first. Strips of 64 rows recompute the horizontal
+  // pass's 4 extra rows half as often as strips of 32 (execute on 2
+  // threads, one run: 1.61 -> 1.56 ms).
   {
     workload: "gaussian 5x5 3072x2048 u16",
     layout: "gray u16",
@@ -640,10 +646,10 @@ p = repeat_edge(in)
 wide(x, y) = u32(p(x, y))
 blur_x(x, y) = wide(x-2, y) + 4*wide(x-1, y) + 6*wide(x, y) + 4*wide(x+1, y) + wide(x+2, y)
 blur_y(x, y) = blur_x(x, y-2) + 4*blur_x(x, y-1) + 6*blur_x(x, y) + 4*blur_x(x, y+1) + blur_x(x, y+2)
-out(x, y) = u16((blur_y(x, y) + 128) >> 8)
+out(x, y) = sat_u16((blur_y(x, y) + 128) >> 8)
 output out
 schedule {
-  out.split(y, yo, yi, 32).vectorize(x, 8).parallel(yo)
+  out.split(y, yo, yi, 64).vectorize(x, 8).parallel(yo)
   blur_x.store_at(out, yo).compute_at(out, yi).vectorize(x, 8)
 }`,
   },
