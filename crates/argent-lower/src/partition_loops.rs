@@ -873,8 +873,8 @@ struct ProofMemo {
     next_scope_id: usize,
     /// By scope id and structural hash of the difference `a - b` with the
     /// lets substituted (which, with the facts and the scope, decides the
-    /// answer): the difference and whether it is at most zero.
-    proofs: FastHashMap<(usize, u64), Vec<(Expr, bool)>>,
+    /// answer): the difference and its order (see [`Prover::order`]).
+    proofs: FastHashMap<(usize, u64), Vec<(Expr, Option<bool>)>>,
 }
 
 /// A loop entered from a scope (variable, range), with the id of the
@@ -1044,75 +1044,84 @@ impl<'a> Prover<'a> {
         self.forget_name(name);
     }
 
-    /// Whether `a <= b` follows from a fact `d <= 0` with `a - b - d`
-    /// a non-positive constant.
-    fn proves_le(&mut self, a: &Expr, b: &Expr) -> bool {
+    /// Which operand of a `min`/`max` of `a` and `b` is the smaller one by
+    /// the facts or the loop ranges: `Some(true)` when `a <= b` follows
+    /// (from `a - b` at most zero over the ranges, or at most a fact
+    /// `d <= 0`), else `Some(false)` when `b <= a` does, else `None`.
+    fn order(&mut self, a: &Expr, b: &Expr) -> Option<bool> {
         if a.ty() != Type::I32 {
-            return false;
+            return None;
         }
         // Only choices that depend on a loop variable (directly or through
         // lets) can be decided by the facts or the loop ranges; the
         // `simplify` pass decides the others. This keeps the pass cheap
         // on min/max-heavy code such as sorting networks.
         if !self.mentions_loop(a) && !self.mentions_loop(b) {
-            return false;
+            return None;
         }
-        let Some(diff) = substitute_lets(&self.lets, &Expr::sub(a.clone(), b.clone())) else {
-            return false;
-        };
+        let diff = substitute_lets(&self.lets, &Expr::sub(a.clone(), b.clone()))?;
         let key = (self.scope_id, structural_hash(&diff));
-        if let Some(proved) = self
+        if let Some(order) = self
             .memo
             .borrow()
             .proofs
             .get(&key)
             .and_then(|known| known.iter().find(|(d, _)| *d == diff))
-            .map(|(_, proved)| *proved)
+            .map(|(_, order)| *order)
         {
-            return proved;
+            return order;
         }
-        let proved = self.proves_nonpositive(&diff);
+        let order = self.order_of_difference(&diff);
         self.memo
             .borrow_mut()
             .proofs
             .entry(key)
             .or_default()
-            .push((diff, proved));
-        proved
+            .push((diff, order));
+        order
     }
 
-    /// Whether `diff` (lets substituted) is at most zero by a fact or the
-    /// loop ranges: the work of [`Prover::proves_le`] once memoized.
-    fn proves_nonpositive(&self, diff: &Expr) -> bool {
+    /// [`Prover::order`] of `diff = a - b` (lets substituted), once
+    /// memoized. Both directions come from one simplification and one
+    /// interval of the difference: `b <= a` is `a - b >= 0`. Proving each
+    /// direction on its own simplified and bounded the difference twice,
+    /// and most `min`/`max`es of a steady state decide neither way.
+    fn order_of_difference(&self, diff: &Expr) -> Option<bool> {
         let diff = simplify(diff);
         if let Some(k) = const_int(&diff) {
-            return k <= 0;
+            return Some(k <= 0);
         }
         if !self.mentions_loop(&diff) {
-            return false;
+            return None;
         }
-        let at_most_zero = |gap: &Expr| {
-            // A constant is its own bound.
-            if let Some(k) = const_int(gap) {
-                return k <= 0;
-            }
-            let max = bounds_of_expr_in_scope(gap, &self.scope).max;
-            max.and_then(|m| const_int(&m)).is_some_and(|k| k <= 0)
-        };
-        // a - b <= 0 over the loop ranges. The difference is already
-        // simplified, so it is its own gap (simplifying `diff - 0` again
-        // would only give `diff` back, at the cost of a second
-        // simplification).
-        if at_most_zero(&diff) {
-            return true;
+        let range = bounds_of_expr_in_scope(&diff, &self.scope);
+        let constant = |bound: Option<Expr>| bound.and_then(|m| const_int(&m));
+        if constant(range.max).is_some_and(|k| k <= 0) {
+            return Some(true);
         }
-        // a - b <= d for a fact d <= 0, over the loop ranges.
+        // `gap <= d` for a fact `d <= 0`, over the loop ranges.
         let diff_vars = vars_of(&diff);
-        self.facts
-            .iter()
-            .zip(&self.fact_vars)
-            .filter(|(_, vars)| vars.iter().any(|v| diff_vars.contains(v)))
-            .any(|(f, _)| at_most_zero(&simplify(&Expr::sub(diff.clone(), f.clone()))))
+        let below_a_fact = |gap: &Expr| {
+            self.facts
+                .iter()
+                .zip(&self.fact_vars)
+                .filter(|(_, vars)| vars.iter().any(|v| diff_vars.contains(v)))
+                .any(|(f, _)| {
+                    let slack = simplify(&Expr::sub(gap.clone(), f.clone()));
+                    // A constant is its own bound.
+                    constant(Some(slack.clone()))
+                        .or_else(|| constant(bounds_of_expr_in_scope(&slack, &self.scope).max))
+                        .is_some_and(|k| k <= 0)
+                })
+        };
+        if below_a_fact(&diff) {
+            return Some(true);
+        }
+        let negated = simplify(&Expr::sub(Expr::i32(0), diff.clone()));
+        if constant(range.min).is_some_and(|k| k >= 0) || below_a_fact(&negated) {
+            return Some(false);
+        }
+        None
     }
 }
 
@@ -1131,12 +1140,10 @@ impl Mutator for Prover<'_> {
                 a,
                 b,
             } => {
-                let (small, large) = if self.proves_le(a, b) {
-                    (a, b)
-                } else if self.proves_le(b, a) {
-                    (b, a)
-                } else {
-                    return e.clone();
+                let (small, large) = match self.order(a, b) {
+                    Some(true) => (a, b),
+                    Some(false) => (b, a),
+                    None => return e.clone(),
                 };
                 if *op == BinOp::Min {
                     small.clone()
