@@ -13,7 +13,9 @@
 
 pub mod cse;
 pub mod eval;
-pub mod fast_hash;
+/// The fast hasher of the compiler's tables, which moved to `argent-ir`
+/// (the backend uses it too); re-exported for the passes that name it here.
+pub use argent_ir::fast_hash;
 pub mod interval;
 pub mod simplify;
 

@@ -12,6 +12,7 @@
 //! `wasm32-unknown-unknown` and runs inside the page.
 
 pub mod expr;
+pub mod fast_hash;
 pub mod math;
 pub mod module;
 pub mod pipeline;

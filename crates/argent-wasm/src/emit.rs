@@ -8,12 +8,13 @@ use crate::scalarize::{lane_of, scalarize_stmt};
 use crate::{
     Abi, AssertInfo, BufferAbi, CodegenError, CodegenOptions, CompiledModule, ParamAbi, TaskInfo,
 };
+use argent_ir::fast_hash::FastHashMap;
 use argent_ir::visit::{Visitor, walk_expr, walk_stmt};
 use argent_ir::{
     AssertKind, BinOp, CallTarget, Expr, ExprKind, ForKind, Intrinsic, Module, Stmt, Type,
     TypeKind, UnaryOp,
 };
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use wasm_encoder::{
     BlockType, CodeSection, ConstExpr, Encode, EntityType, ExportKind, ExportSection, Function,
     FunctionSection, GlobalSection, GlobalType, ImportSection, Instruction as I, MemArg,
@@ -147,7 +148,7 @@ pub(crate) struct FnBuilder<'c> {
     /// Scalar expression nodes computed before the loops that use them
     /// (see `hoist.rs`), by node address: the node (kept alive so the
     /// address stays its own) and its local.
-    pub(crate) hoisted_scalars: HashMap<usize, (Expr, u32)>,
+    pub(crate) hoisted_scalars: FastHashMap<usize, (Expr, u32)>,
     /// Accesses whose address is mostly computed before their loop.
     pub(crate) hoisted_addresses: Vec<crate::hoist::HoistedAddress>,
 }
@@ -289,7 +290,7 @@ impl<'c> FnBuilder<'c> {
             scalar_cache: None,
             hoisted_splats: Vec::new(),
             hoisted_vectors: Vec::new(),
-            hoisted_scalars: HashMap::new(),
+            hoisted_scalars: FastHashMap::default(),
             hoisted_addresses: Vec::new(),
         }
     }

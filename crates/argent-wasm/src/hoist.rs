@@ -10,9 +10,9 @@
 
 use crate::CodegenError;
 use crate::emit::{Binding, FnBuilder, VecVal, split_constant_offset, val_type};
+use argent_ir::fast_hash::{FastHashMap, FastHashSet};
 use argent_ir::visit::{Visitor, walk_expr, walk_stmt};
 use argent_ir::{BinOp, CallTarget, Expr, ExprKind, Intrinsic, Stmt};
-use std::collections::{HashMap, HashSet};
 use wasm_encoder::{Instruction as I, ValType};
 
 /// At most this many values are hoisted out of one loop, so the locals
@@ -20,8 +20,8 @@ use wasm_encoder::{Instruction as I, ValType};
 const MAX_HOISTED: usize = 64;
 
 /// Every name bound inside `body` (by lets and loops), and `var`.
-pub(crate) fn names_bound_in(body: &Stmt, var: &str) -> HashSet<String> {
-    struct Names(HashSet<String>);
+pub(crate) fn names_bound_in(body: &Stmt, var: &str) -> FastHashSet<String> {
+    struct Names(FastHashSet<String>);
     impl Visitor for Names {
         fn visit_expr(&mut self, e: &Expr) {
             if let ExprKind::Let { name, .. } = e.kind() {
@@ -42,7 +42,7 @@ pub(crate) fn names_bound_in(body: &Stmt, var: &str) -> HashSet<String> {
             walk_stmt(self, s);
         }
     }
-    let mut names = Names(HashSet::from([var.to_string()]));
+    let mut names = Names(FastHashSet::from_iter([var.to_string()]));
     names.visit_stmt(body);
     names.0
 }
@@ -86,11 +86,11 @@ fn nontrivial(e: &Expr) -> bool {
 /// Finds the largest invariant scalar subexpressions of a loop body.
 struct Finder<'a, 'c> {
     builder: &'a FnBuilder<'c>,
-    bound: &'a HashSet<String>,
+    bound: &'a FastHashSet<String>,
     /// Whether each free name is a scalar bound outside the loop.
-    outside: HashMap<String, bool>,
+    outside: FastHashMap<String, bool>,
     found: Vec<Expr>,
-    seen: HashSet<usize>,
+    seen: FastHashSet<usize>,
 }
 
 impl Finder<'_, '_> {
@@ -168,15 +168,15 @@ impl FnBuilder<'_> {
     /// Returns how many were hoisted.
     pub(crate) fn hoist_scalars(
         &mut self,
-        bound: &HashSet<String>,
+        bound: &FastHashSet<String>,
         body: &Stmt,
     ) -> Result<Vec<Expr>, CodegenError> {
         let mut finder = Finder {
             builder: self,
             bound,
-            outside: HashMap::new(),
+            outside: FastHashMap::default(),
             found: Vec::new(),
-            seen: HashSet::new(),
+            seen: FastHashSet::default(),
         };
         finder.visit_stmt(body);
         let found = finder.found;
@@ -277,10 +277,10 @@ fn scaled(t: &Expr, c: i64) -> Expr {
 impl FnBuilder<'_> {
     /// Whether scalar `e` is plain arithmetic on scalars bound outside the
     /// loop (not in `bound`).
-    fn invariant(&self, e: &Expr, bound: &HashSet<String>) -> bool {
+    fn invariant(&self, e: &Expr, bound: &FastHashSet<String>) -> bool {
         struct Check<'a, 'b, 'c> {
             builder: &'a FnBuilder<'c>,
-            bound: &'b HashSet<String>,
+            bound: &'b FastHashSet<String>,
             ok: bool,
         }
         impl Visitor for Check<'_, '_, '_> {
@@ -324,7 +324,7 @@ impl FnBuilder<'_> {
         &mut self,
         var: &str,
         var_local: u32,
-        bound: &HashSet<String>,
+        bound: &FastHashSet<String>,
         body: &Stmt,
     ) -> Result<usize, CodegenError> {
         /// The (buffer, index) of every access, and the buffers allocated
@@ -332,10 +332,10 @@ impl FnBuilder<'_> {
         #[derive(Default)]
         struct Accesses {
             found: Vec<(String, Expr)>,
-            allocated: HashSet<String>,
+            allocated: FastHashSet<String>,
             /// Scalar lets of the body (an index is often one): the value
             /// of each name, `None` where bindings of the name differ.
-            lets: HashMap<String, Option<Expr>>,
+            lets: FastHashMap<String, Option<Expr>>,
         }
         impl Accesses {
             fn add(&mut self, buffer: &str, index: &Expr) {
@@ -579,7 +579,7 @@ impl FnBuilder<'_> {
             .iter()
             .map(|h| (h.pointer, h.step))
             .collect();
-        let mut seen = HashSet::new();
+        let mut seen = FastHashSet::default();
         steps.retain(|(pointer, _)| seen.insert(*pointer));
         for (pointer, step) in steps {
             self.emit(I::LocalGet(pointer));
@@ -601,9 +601,9 @@ const MAX_HOISTED_PARTS: usize = 8;
 /// write, at indices that do not change in the loop.
 struct VectorFinder<'a, 'c> {
     builder: &'a FnBuilder<'c>,
-    bound: &'a HashSet<String>,
+    bound: &'a FastHashSet<String>,
     /// Buffers the body stores to (their loads may change).
-    written: HashSet<String>,
+    written: FastHashSet<String>,
     found: Vec<Expr>,
     parts: usize,
 }
@@ -700,10 +700,10 @@ impl FnBuilder<'_> {
     /// to run: the loads then happen anyway. Returns how many there are.
     pub(crate) fn hoist_vectors(
         &mut self,
-        bound: &HashSet<String>,
+        bound: &FastHashSet<String>,
         body: &Stmt,
     ) -> Result<usize, CodegenError> {
-        struct Written(HashSet<String>);
+        struct Written(FastHashSet<String>);
         impl Visitor for Written {
             fn visit_expr(&mut self, _: &Expr) {}
             fn visit_stmt(&mut self, s: &Stmt) {
@@ -716,7 +716,7 @@ impl FnBuilder<'_> {
                 walk_stmt(self, s);
             }
         }
-        let mut written = Written(HashSet::new());
+        let mut written = Written(FastHashSet::default());
         written.visit_stmt(body);
         // Calls that are not intrinsics may write memory: leave such
         // bodies alone.

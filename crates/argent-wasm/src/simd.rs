@@ -10,9 +10,9 @@
 use crate::CodegenError;
 use crate::emit::{Binding, FnBuilder, VecVal, mem};
 use crate::scalarize::lane_of;
+use argent_ir::fast_hash::FastHashSet;
 use argent_ir::visit::{Visitor, walk_expr};
 use argent_ir::{BinOp, CallTarget, Expr, ExprKind, Intrinsic, Stmt, Type, UnaryOp};
-use std::collections::HashSet;
 use wasm_encoder::{Instruction as I, ValType};
 
 /// Why a vector lowering did not happen.
@@ -818,7 +818,7 @@ impl FnBuilder<'_> {
     /// a register instead of splatting again on every iteration.
     pub(crate) fn hoist_splats(
         &mut self,
-        bound: &HashSet<String>,
+        bound: &FastHashSet<String>,
         body: &Stmt,
     ) -> Result<(), CodegenError> {
         // Enough registers for the hot broadcasts of big bodies, few enough
@@ -876,7 +876,7 @@ impl FnBuilder<'_> {
         }
         /// Whether `e` is plain scalar arithmetic on variables outside `bound`.
         struct Invariant<'a> {
-            bound: &'a HashSet<String>,
+            bound: &'a FastHashSet<String>,
             vars: Vec<String>,
             ok: bool,
         }

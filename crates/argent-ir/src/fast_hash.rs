@@ -1,5 +1,6 @@
-//! A small, fast, non-cryptographic hasher for the simplifier's and CSE's
-//! internal tables (the multiply-rotate scheme of rustc's `FxHasher`).
+//! A small, fast, non-cryptographic hasher for the compiler's internal
+//! tables: the simplifier's, CSE's and the backend's (the multiply-rotate
+//! scheme of rustc's `FxHasher`).
 //!
 //! The standard library's SipHash resists collision attacks, which these
 //! tables (keyed by variable names, node addresses and structural hashes
