@@ -52,13 +52,19 @@ schedule {
 }`;
 const WARM_UP_ROUNDS = 3;
 
+/** Set by the first compile or check: the warm-up then stops. */
+let asked = false;
+
 async function warmUp(options: string): Promise<void> {
   const started = performance.now();
   let compiled = 0;
-  for (let round = 0; round < WARM_UP_ROUNDS; round++) {
-    // Between rounds the worker answers what has arrived meanwhile: a
-    // user's compile waits for one round at most.
+  let rounds = 0;
+  for (; rounds < WARM_UP_ROUNDS; rounds++) {
+    // Between rounds the worker answers what has arrived meanwhile, and a
+    // request ends the warm-up: it only uses idle time, and a user's
+    // compile waits for the round in progress at most.
     await new Promise((resolve) => setTimeout(resolve, 0));
+    if (asked) break;
     try {
       const output = compile(WARM_UP_SOURCE, options);
       // A warm-up that the compiler rejects (bad options, say) warms
@@ -69,12 +75,7 @@ async function warmUp(options: string): Promise<void> {
       // A failing warm-up only costs speed; the user's own compile reports errors.
     }
   }
-  port.post({
-    type: "warmed-up",
-    ms: performance.now() - started,
-    compiled,
-    rounds: WARM_UP_ROUNDS,
-  } satisfies CompilerReply);
+  port.post({ type: "warmed-up", ms: performance.now() - started, compiled, rounds } satisfies CompilerReply);
 }
 
 try {
@@ -90,6 +91,7 @@ port.onMessage((request: CompilerRequest) => {
     void warmUp(request.options);
     return;
   }
+  asked = true;
   try {
     if (request.type === "compile") {
       const started = performance.now();

@@ -249,7 +249,8 @@ export class Runtime {
   private compilesAsked = 0;
   /**
    * @internal What the compiler worker's warm-up did, once it is done: its
-   * milliseconds, and how many of its rounds compiled.
+   * milliseconds, the rounds it ran (it stops at the first request) and
+   * how many of them compiled.
    */
   compilerWarmUp: { ms: number; compiled: number; rounds: number } | null = null;
   private compilerWaiters = new Map<number, { resolve: (reply: CompilerReply) => void; reject: (error: Error) => void }>();
