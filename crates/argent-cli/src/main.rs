@@ -190,16 +190,15 @@ fn dispatch(command: Option<Command>, color: bool) -> Result<(), CliError> {
         Some(Command::Check { pipeline, schedule }) => {
             let loaded = run::load(&pipeline, schedule.as_deref(), color)?;
             let p = &loaded.pipeline;
-            println!(
-                "{}: ok ({} input(s), {} param(s), {} func(s), {} output(s), {} schedule directive(s))",
+            write_stdout(&format!(
+                "{}: ok ({} input(s), {} param(s), {} func(s), {} output(s), {} schedule directive(s))\n",
                 pipeline.display(),
                 p.inputs.len(),
                 p.params.len(),
                 p.funcs.len(),
                 p.outputs.len(),
                 p.schedule.directives.len()
-            );
-            Ok(())
+            ))
         }
         Some(Command::Print { pipeline, schedule }) => {
             let loaded = run::load(&pipeline, schedule.as_deref(), color)?;

@@ -172,19 +172,19 @@ pub fn run_default() -> Result<(), CliError> {
         false,
         &path,
     )?;
-    println!(
-        "Ran {DEFAULT_EXAMPLE_NAME} (unsharp mask, amount 1.5) on the bundled photo {BUNDLED_PHOTO_NAME} ({}x{}).",
+    let mut text = format!(
+        "Ran {DEFAULT_EXAMPLE_NAME} (unsharp mask, amount 1.5) on the bundled photo {BUNDLED_PHOTO_NAME} ({}x{}).\n",
         report.width, report.height
     );
     for written in &report.written {
-        println!("Wrote {}", written.display());
+        text += &format!("Wrote {}\n", written.display());
     }
-    println!(
-        "Took {} (reference interpreter).",
+    text += &format!(
+        "Took {} (reference interpreter).\n",
         format_duration(report.elapsed)
     );
-    println!("Next: `argent run examples/sobel.ag -o out/sobel.png`, or `argent --help`.");
-    Ok(())
+    text += "Next: `argent run examples/sobel.ag -o out/sobel.png`, or `argent --help`.\n";
+    crate::write_stdout(&text)
 }
 
 /// `argent run`.
@@ -240,21 +240,22 @@ pub fn run(args: &RunArgs, color: bool) -> Result<(), CliError> {
         args.stats,
         &path,
     )?;
+    let mut text = String::new();
     for written in &report.written {
-        println!(
-            "wrote {} ({}x{})",
+        text += &format!(
+            "wrote {} ({}x{})\n",
             written.display(),
             report.width,
             report.height
         );
     }
     if args.time {
-        println!(
-            "realized in {} (reference interpreter)",
+        text += &format!(
+            "realized in {} (reference interpreter)\n",
             format_duration(report.elapsed)
         );
     }
-    Ok(())
+    crate::write_stdout(&text)
 }
 
 /// What a run produced.
