@@ -2210,7 +2210,7 @@ impl FnBuilder<'_> {
         }
         // The result is within the type's range, so the saturating
         // narrows are exact and need no masking.
-        self.narrow_to(q, true, ty, true)
+        self.narrow_to(q, true, ty, true, 32)
     }
 
     /// `i32(a[2i]) * i32(b[2i]) + i32(a[2i+1]) * i32(b[2i+1])` over i16
@@ -2297,7 +2297,7 @@ impl FnBuilder<'_> {
                 return Ok(self.map1(&v, I::I32x4TruncSatF32x4U, 32));
             }
             v = self.map1(&v, I::I32x4TruncSatF32x4S, 32);
-            return Ok(self.narrow_to(v, true, to, saturating));
+            return Ok(self.narrow_to(v, true, to, saturating, 32));
         }
         // Integer to integer.
         if to.bits == from.bits {
@@ -2319,29 +2319,25 @@ impl FnBuilder<'_> {
             }
             return Ok(v);
         }
-        if from.is_uint() && to.bits < from.bits {
-            let bits = significant_bits(value);
-            // Lanes that fit in `to` need neither a clamp nor a mask: the
-            // (signed-input) unsigned narrows keep them exactly. The
-            // rounding `u8((x + 128) >> 8)` of u16 lanes is one narrow.
-            let fits = bits <= to.bits;
-            // Below 2^(bits - 1) the lanes read the same signed, and one
-            // unsigned narrow of signed lanes saturates them exactly:
-            // `sat_u16(x >> 8)` of u32 lanes is one narrow too.
-            let saturates = saturating && from.bits == 2 * to.bits && bits < from.bits;
-            if fits || saturates {
-                while v.lane_bits > to.bits {
-                    v = self.narrow2(&v, Narrow::SignedToUnsigned);
-                }
-                return Ok(v);
-            }
-        }
-        Ok(self.narrow_to(v, from.is_int(), to, saturating))
+        let significant = if from.is_uint() {
+            significant_bits(value)
+        } else {
+            from.bits
+        };
+        Ok(self.narrow_to(v, from.is_int(), to, saturating, significant))
     }
 
     /// Narrows integer lanes (signed or not per `signed`) to `to`, wrapping
-    /// or saturating.
-    fn narrow_to(&mut self, mut v: VecVal, signed: bool, to: Type, saturating: bool) -> VecVal {
+    /// or saturating. Of unsigned lanes only the low `significant` bits can
+    /// be set (see [`significant_bits`]).
+    fn narrow_to(
+        &mut self,
+        mut v: VecVal,
+        signed: bool,
+        to: Type,
+        saturating: bool,
+        significant: u8,
+    ) -> VecVal {
         if saturating && signed {
             // narrow_*_sat clamp signed input exactly; chaining them clamps
             // to the final range.
@@ -2356,18 +2352,34 @@ impl FnBuilder<'_> {
             }
             return v;
         }
-        if saturating {
+        // Lanes that fit need neither a clamp nor a mask: the (signed-input)
+        // unsigned narrows keep them exactly. Wrapping keeps the low bits,
+        // so fitting in `to`'s width suffices; saturating to a signed type
+        // needs them below its sign bit. The rounding `u8((x + 128) >> 8)`
+        // of u16 lanes is one narrow.
+        let room = if saturating && to.is_int() {
+            to.bits - 1
+        } else {
+            to.bits
+        };
+        let fits = significant <= room;
+        // Below 2^(bits - 1) the lanes read the same signed, and one
+        // unsigned narrow of signed lanes saturates them exactly to an
+        // unsigned type: `sat_u16(x >> 8)` of u32 lanes is one narrow too.
+        let saturates_in_one =
+            saturating && to.is_uint() && v.lane_bits == 2 * to.bits && significant < v.lane_bits;
+        if saturating && !fits && !saturates_in_one {
+            // After the clamp every lane fits in `to`.
             let max = to.max_value() as i64;
             v = self.with_const(&v, max, minmax_instr(true, v.lane_bits, false));
-            // Every lane now fits in `to`, far below the sign bit of any
-            // wider lane: the narrows need no mask.
-            while v.lane_bits > to.bits {
-                v = self.narrow2(&v, Narrow::SignedToUnsigned);
-            }
-            return v;
         }
+        let how = if saturating || fits {
+            Narrow::SignedToUnsigned
+        } else {
+            Narrow::Wrap
+        };
         while v.lane_bits > to.bits {
-            v = self.narrow2(&v, Narrow::Wrap);
+            v = self.narrow2(&v, how);
         }
         v
     }

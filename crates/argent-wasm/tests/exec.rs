@@ -732,6 +732,20 @@ fn peepholes_match_exact_semantics() {
             ));
         }
     }
+    // Saturating to a signed type: lanes that fit in its width but not
+    // below its sign bit still need the clamp.
+    for (ty, to, lanes, shifts) in [
+        (Type::U32, Type::I16, 4, [1, 16, 17]),
+        (Type::U16, Type::I8, 8, [1, 8, 9]),
+    ] {
+        for shift in shifts {
+            let signed = elementwise(ty, to, lanes, |a, b| {
+                let k = Expr::broadcast(Expr::int(ty, shift), lanes);
+                Expr::saturating_cast(to, Expr::binary(BinOp::Shr, Expr::add(a, b), k))
+            });
+            batch.push(run_pattern(&signed, ty, to, 4 * lanes as usize, "narrow"));
+        }
+    }
     let twice = elementwise(Type::U32, Type::U8, 4, |a, b| {
         let k = Expr::broadcast(Expr::int(Type::U32, 4), 4);
         Expr::saturating_cast(Type::U8, Expr::binary(BinOp::Shr, Expr::add(a, b), k))
