@@ -1109,7 +1109,7 @@ impl<'a> Prover<'a> {
                 .any(|(f, _)| {
                     let slack = simplify(&Expr::sub(gap.clone(), f.clone()));
                     // A constant is its own bound.
-                    constant(Some(slack.clone()))
+                    const_int(&slack)
                         .or_else(|| constant(bounds_of_expr_in_scope(&slack, &self.scope).max))
                         .is_some_and(|k| k <= 0)
                 })
