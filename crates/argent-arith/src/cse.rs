@@ -201,18 +201,31 @@ fn for_each_child(e: &Expr, mut f: impl FnMut(&Expr)) {
 #[derive(Default)]
 struct Table {
     memo: FastHashMap<usize, u64>,
-    buckets: FastHashMap<u64, Vec<usize>>,
-    entries: Vec<(Expr, usize)>,
+    /// Structural hash -> the latest entry with that hash; entries with
+    /// equal hashes are chained through [`Entry::same_hash`] (a vector per
+    /// hash cost an allocation per distinct subexpression).
+    buckets: FastHashMap<u64, usize>,
+    entries: Vec<Entry>,
+}
+
+struct Entry {
+    expr: Expr,
+    count: usize,
+    /// The previous entry with the same structural hash, if any.
+    same_hash: Option<usize>,
 }
 
 impl Table {
     fn find(&mut self, e: &Expr) -> Option<usize> {
         let h = structural_hash(e, &mut self.memo);
-        self.buckets
-            .get(&h)?
-            .iter()
-            .copied()
-            .find(|&i| expr_eq(&self.entries[i].0, e))
+        let mut next = self.buckets.get(&h).copied();
+        while let Some(i) = next {
+            if expr_eq(&self.entries[i].expr, e) {
+                return Some(i);
+            }
+            next = self.entries[i].same_hash;
+        }
+        None
     }
 
     /// Count the occurrences of `e`'s subexpressions. `conditional` is
@@ -251,12 +264,16 @@ impl Table {
             return has_load;
         }
         match self.find(e) {
-            Some(i) => self.entries[i].1 += 1,
+            Some(i) => self.entries[i].count += 1,
             None => {
                 let h = structural_hash(e, &mut self.memo);
-                self.entries.push((e.clone(), 1));
-                let idx = self.entries.len() - 1;
-                self.buckets.entry(h).or_default().push(idx);
+                let idx = self.entries.len();
+                let same_hash = self.buckets.insert(h, idx);
+                self.entries.push(Entry {
+                    expr: e.clone(),
+                    count: 1,
+                    same_hash,
+                });
             }
         }
         has_load
@@ -290,7 +307,7 @@ impl Mutator for Replace<'_> {
         }
         let rebuilt = mutate_expr_children(self, e);
         match idx {
-            Some(i) if self.table.entries[i].1 >= 2 => {
+            Some(i) if self.table.entries[i].count >= 2 => {
                 let name = self.names.fresh();
                 self.lifted.insert(i, name.clone());
                 self.lets.push((name.clone(), rebuilt.clone()));
@@ -394,7 +411,7 @@ fn inline_single_uses(lets: Vec<(String, Expr)>, body: Expr) -> (Vec<(String, Ex
         }
     }
     drop(index);
-    let mut map = std::collections::HashMap::new();
+    let mut map = crate::fast_hash::FastHashMap::default();
     let mut kept = Vec::new();
     for ((name, value), inline) in lets.into_iter().zip(inline) {
         let value = crate::substitute_many(&value, &map);

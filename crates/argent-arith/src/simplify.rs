@@ -529,6 +529,26 @@ impl Simplifier {
         b
     }
 
+    /// The bounds of a linear combination, from the bounds of its atoms:
+    /// what `const_interval(&rebuild(l))` gives, without building the
+    /// expression (and remembering the bounds of each new node). Summed
+    /// exactly, so it is never looser than bounding the sum node by node.
+    fn linear_interval(&self, l: &Linear) -> Bounds {
+        let full = type_range(l.ty);
+        let (mut lo, mut hi) = (l.constant as i128, l.constant as i128);
+        for (t, c) in &l.terms {
+            let (t0, t1) = self.const_interval(t);
+            let (p, q) = (t0 as i128 * *c as i128, t1 as i128 * *c as i128);
+            lo += p.min(q);
+            hi += p.max(q);
+        }
+        if lo >= full.0 as i128 && hi <= full.1 as i128 {
+            (lo as i64, hi as i64)
+        } else {
+            full
+        }
+    }
+
     fn const_interval_uncached(&self, e: &Expr) -> Bounds {
         let ty = e.ty();
         let full = type_range(ty);
@@ -1417,7 +1437,7 @@ impl Simplifier {
             .then(|| small_difference(&a, &b))
             .flatten()
         {
-            let (lo, hi) = self.const_interval(&rebuild(&d));
+            let (lo, hi) = self.linear_interval(&d);
             if hi <= 0 {
                 return if is_min { a } else { b };
             }
@@ -1465,7 +1485,7 @@ impl Simplifier {
         let small =
             (ty == Type::I32 && la.is_small() && lb.is_small() && d.is_small()).then_some(d);
         if let Some(d) = small {
-            let (lo, hi) = self.const_interval(&rebuild(&d));
+            let (lo, hi) = self.linear_interval(&d);
             let decided = match op {
                 BinOp::Lt if hi < 0 => Some(true),
                 BinOp::Lt if lo >= 0 => Some(false),

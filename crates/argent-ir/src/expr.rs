@@ -261,6 +261,21 @@ pub fn buffer_field(buffer: &str, field: &str, dim: usize) -> String {
     format!("{buffer}.{field}.{dim}")
 }
 
+/// The `i32` constants that [`Expr::int`] hands out shared rather than
+/// allocating each time: the simplifier builds small coefficients and
+/// offsets by the thousand, and nodes are immutable.
+const SHARED_I32_RANGE: std::ops::RangeInclusive<i64> = -64..=1024;
+
+thread_local! {
+    static SHARED_I32: std::cell::RefCell<Vec<Option<Expr>>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+    /// `false` and `true`, shared likewise.
+    static SHARED_BOOL: [Expr; 2] = [
+        Expr::new(Type::BOOL, ExprKind::IntImm(0)),
+        Expr::new(Type::BOOL, ExprKind::IntImm(1)),
+    ];
+}
+
 impl Expr {
     pub fn new(ty: Type, kind: ExprKind) -> Expr {
         Expr(Arc::new(ExprNode { ty, kind }))
@@ -287,13 +302,26 @@ impl Expr {
         if ty.is_float() {
             return Expr::float(ty, value as f64);
         }
-        Expr::new(ty, ExprKind::IntImm(ty.element().wrap(value)))
+        let value = ty.element().wrap(value);
+        if ty == Type::I32 && SHARED_I32_RANGE.contains(&value) {
+            return SHARED_I32.with(|shared| {
+                let slot = (value - SHARED_I32_RANGE.start()) as usize;
+                let mut shared = shared.borrow_mut();
+                if shared.is_empty() {
+                    shared.resize(SHARED_I32_RANGE.clone().count(), None);
+                }
+                shared[slot]
+                    .get_or_insert_with(|| Expr::new(ty, ExprKind::IntImm(value)))
+                    .clone()
+            });
+        }
+        Expr::new(ty, ExprKind::IntImm(value))
     }
     pub fn i32(value: i64) -> Expr {
         Expr::int(Type::I32, value)
     }
     pub fn bool(value: bool) -> Expr {
-        Expr::new(Type::BOOL, ExprKind::IntImm(value as i64))
+        SHARED_BOOL.with(|shared| shared[value as usize].clone())
     }
     pub fn f32(value: f64) -> Expr {
         Expr::float(Type::F32, value)

@@ -39,7 +39,6 @@ use argent_ir::visit::{
 };
 use argent_ir::{BinOp, CallTarget, Expr, ExprKind, ForKind, Intrinsic, Stmt, Type, UnaryOp};
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::rc::Rc;
 
@@ -482,7 +481,7 @@ fn substitute_lets(lets: &[(String, Expr)], e: &Expr) -> Option<Expr> {
     let mut e = e.clone();
     for _ in 0..=lets.len() {
         // Inner bindings hide outer ones of the same name.
-        let used: HashMap<String, Expr> = vars_of(&e)
+        let used: FastHashMap<String, Expr> = vars_of(&e)
             .into_iter()
             .filter_map(|n| {
                 lets.iter()
@@ -1515,7 +1514,7 @@ impl Steady<'_> {
                 let steady = if self.steady_in_scope.is_empty() {
                     steady
                 } else {
-                    let values: HashMap<String, Expr> =
+                    let values: FastHashMap<String, Expr> =
                         self.steady_in_scope.iter().cloned().collect();
                     argent_arith::substitute_many_stmt(&steady, &values)
                 };
