@@ -83,6 +83,28 @@ pub fn can_prove_in_scope(e: &Expr, scope: &Scope) -> bool {
     const_int(&simplify_in_scope(e, scope)) == Some(1)
 }
 
+/// A simplified `i32` expression `e` as `c * var + rest`, with `c` a
+/// non-zero constant and `rest` free of `var`, read off its linear form:
+/// what substituting `var = 0` and `var = 1` and simplifying finds, without
+/// simplifying `e` again twice. `None` when `var` occurs other than as a
+/// term of the sum (under a `min`, a division, a product with another
+/// variable) or not at all.
+pub fn split_linear(e: &Expr, var: &str) -> Option<(i64, Expr)> {
+    if e.ty() != Type::I32 {
+        return None;
+    }
+    let mut l = linearize(e);
+    let at = l
+        .terms
+        .iter()
+        .position(|(t, _)| matches!(t.kind(), ExprKind::Var(n) if n == var))?;
+    let (_, c) = l.terms.remove(at);
+    if l.terms.iter().any(|(t, _)| expr_uses_var(t, var)) {
+        return None;
+    }
+    Some((c, rebuild(&l)))
+}
+
 /// Inclusive constant bounds of an integer expression.
 pub(crate) type Bounds = (i64, i64);
 
@@ -2000,5 +2022,25 @@ mod tests {
             assert_eq!(type_range(ty), expected, "{ty}");
             assert_eq!(type_range(ty.with_lanes(4)), expected, "{ty} x 4");
         }
+    }
+
+    #[test]
+    fn split_linear_reads_the_coefficient_and_the_rest() {
+        let (x, y) = (Expr::var_i32("x"), Expr::var_i32("y"));
+        // 3 * x + y - 2 - x == 2 * x + (y - 2)
+        let e = simplify(&Expr::sub(
+            Expr::sub(
+                Expr::add(Expr::mul(x.clone(), Expr::i32(3)), y.clone()),
+                Expr::i32(2),
+            ),
+            x.clone(),
+        ));
+        let (c, rest) = split_linear(&e, "x").expect("linear in x");
+        assert_eq!(c, 2);
+        assert_eq!(rest.to_string(), "(y - 2)");
+        // Under a min, or absent, the variable has no coefficient.
+        let clamped = simplify(&Expr::add(Expr::min(x.clone(), y.clone()), x.clone()));
+        assert!(split_linear(&clamped, "x").is_none());
+        assert!(split_linear(&y, "x").is_none());
     }
 }

@@ -32,6 +32,7 @@
 
 use argent_arith::fast_hash::{FastHashMap, FastHashSet, FastHasher};
 use argent_arith::interval::{Interval, Scope, bounds_of_expr_in_scope};
+use argent_arith::simplify::split_linear;
 use argent_arith::{const_int, simplify, vars_of};
 use argent_ir::visit::{
     Mutator, ScopedMutator, Visitor, expr_uses_var, mutate_expr_children, mutate_expr_scoped,
@@ -1347,12 +1348,14 @@ impl Steady<'_> {
         if depth < 2
             && let Some((with_hole, op, a, b)) = split_first_choice(d, v)
         {
-            let hole = Expr::var_i32(CHOICE);
             let fill = |x: &Expr| simplify(&substitute(&with_hole, CHOICE, x));
-            let slope = const_int(&simplify(&Expr::sub(
-                fill(&Expr::add(hole.clone(), Expr::i32(1))),
-                fill(&hole),
-            )));
+            // How `d` changes when the choice grows by one.
+            let filled = simplify(&with_hole);
+            let slope = if expr_uses_var(&filled, CHOICE) {
+                split_linear(&filled, CHOICE).map(|(k, _)| k)
+            } else {
+                Some(0)
+            };
             // `d` grows with a `min` (or shrinks with a `max`): it is at most
             // its value with either operand in place, so one suffices (the
             // one that depends on the loop variable first).
@@ -1377,16 +1380,7 @@ impl Steady<'_> {
         }
         let fact = d.clone();
         // d must be c * var + rest with a constant c.
-        let at = |k: i64| simplify(&substitute(d, v, &Expr::i32(k)));
-        let rest = at(0);
-        let c = const_int(&simplify(&Expr::sub(at(1), rest.clone())))?;
-        if c == 0 {
-            return None;
-        }
-        let linear = Expr::add(Expr::mul(Expr::var_i32(v), Expr::i32(c)), rest.clone());
-        if const_int(&simplify(&Expr::sub(d.clone(), linear))) != Some(0) {
-            return None;
-        }
+        let (c, rest) = split_linear(d, v)?;
         if vars_of(&rest)
             .iter()
             .any(|n| self.inner_names.contains(n) || n == v)
