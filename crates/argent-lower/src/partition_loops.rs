@@ -1099,26 +1099,36 @@ impl<'a> Prover<'a> {
         if constant(range.max).is_some_and(|k| k <= 0) {
             return Some(true);
         }
-        // `gap <= d` for a fact `d <= 0`, over the loop ranges.
+        // `gap <= d` for a fact `d <= 0`, over the loop ranges. Only facts
+        // sharing a variable with the difference can bound it.
         let diff_vars = vars_of(&diff);
+        let relevant: Vec<&Expr> = self
+            .facts
+            .iter()
+            .zip(&self.fact_vars)
+            .filter(|(_, vars)| vars.iter().any(|v| diff_vars.contains(v)))
+            .map(|(f, _)| f)
+            .collect();
         let below_a_fact = |gap: &Expr| {
-            self.facts
-                .iter()
-                .zip(&self.fact_vars)
-                .filter(|(_, vars)| vars.iter().any(|v| diff_vars.contains(v)))
-                .any(|(f, _)| {
-                    let slack = simplify(&Expr::sub(gap.clone(), f.clone()));
-                    // A constant is its own bound.
-                    const_int(&slack)
-                        .or_else(|| constant(bounds_of_expr_in_scope(&slack, &self.scope).max))
-                        .is_some_and(|k| k <= 0)
-                })
+            relevant.iter().any(|f| {
+                let slack = simplify(&Expr::sub(gap.clone(), (*f).clone()));
+                // A constant is its own bound.
+                const_int(&slack)
+                    .or_else(|| constant(bounds_of_expr_in_scope(&slack, &self.scope).max))
+                    .is_some_and(|k| k <= 0)
+            })
         };
         if below_a_fact(&diff) {
             return Some(true);
         }
-        let negated = simplify(&Expr::sub(Expr::i32(0), diff.clone()));
-        if constant(range.min).is_some_and(|k| k >= 0) || below_a_fact(&negated) {
+        if constant(range.min).is_some_and(|k| k >= 0) {
+            return Some(false);
+        }
+        // Negating the difference is a simplification of its own: only
+        // done when a fact could bound it.
+        if !relevant.is_empty()
+            && below_a_fact(&simplify(&Expr::sub(Expr::i32(0), diff.clone())))
+        {
             return Some(false);
         }
         None
