@@ -699,6 +699,39 @@ fn divides_var(e: &Expr, var: &str) -> bool {
     find.1
 }
 
+/// How many `min`/`max` choices [`Steady::solve_linear`] splits, nested.
+const MAX_CHOICE_SPLITS: usize = 2;
+
+/// The largest number of `min`/`max` nodes above one occurrence of `var`
+/// in `e` (0 when it occurs under none, or not at all).
+fn choice_depth(e: &Expr, var: &str) -> usize {
+    fn walk(e: &Expr, var: &str) -> Option<usize> {
+        match e.kind() {
+            ExprKind::Var(n) => (n == var).then_some(0),
+            ExprKind::Binary {
+                op: BinOp::Min | BinOp::Max,
+                a,
+                b,
+            } => Some(walk(a, var).max(walk(b, var))? + 1),
+            _ => {
+                struct Children<'v> {
+                    var: &'v str,
+                    deepest: Option<usize>,
+                }
+                impl Visitor for Children<'_> {
+                    fn visit_expr(&mut self, c: &Expr) {
+                        self.deepest = self.deepest.max(walk(c, self.var));
+                    }
+                }
+                let mut children = Children { var, deepest: None };
+                walk_expr(&mut children, e);
+                children.deepest
+            }
+        }
+    }
+    walk(e, var).unwrap_or(0)
+}
+
 /// `e` with its first `min`/`max` that uses `var` replaced by the variable
 /// [`CHOICE`], with that node's operator and operands; `None` when there
 /// is none.
@@ -1355,7 +1388,14 @@ impl Steady<'_> {
             ));
             return Some((vec![lower], Vec::new(), vec![d.clone()]));
         }
-        if depth < 2
+        // Each level below splits one `min`/`max`, and what is left must be
+        // linear in the variable: an occurrence under more choices than
+        // levels remain cannot be solved, and trying splits and simplifies
+        // the whole condition again at every level.
+        if choice_depth(d, v) > MAX_CHOICE_SPLITS - depth {
+            return None;
+        }
+        if depth < MAX_CHOICE_SPLITS
             && let Some((with_hole, op, a, b)) = split_first_choice(d, v)
         {
             let fill = |x: &Expr| simplify(&substitute(&with_hole, CHOICE, x));
