@@ -32,6 +32,7 @@ export type RunErrorKind =
   | "output-too-small"
   | "allocation-too-large"
   | "param-out-of-range"
+  | "bad-layout"
   | "assertion"
   | "bad-input"
   | "bad-param"

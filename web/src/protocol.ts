@@ -118,6 +118,7 @@ export type AssertKind =
   | { kind: "outputTooSmall"; output: string; dim: number }
   | { kind: "allocationTooLarge"; buffer: string }
   | { kind: "paramOutOfRange"; param: string }
+  | { kind: "strideNotOne"; buffer: string }
   | { kind: "other"; message: string };
 
 /** How to call a generated module (argent-wasm's `Abi`, see its crate docs). */

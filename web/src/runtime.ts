@@ -1068,6 +1068,11 @@ export class Pipeline {
           `param \`${check.param}\` = ${values[0]} is outside its range` + (range ? ` ${range[0]} .. ${range[1]}` : ""),
         );
       }
+      case "strideNotOne":
+        return new ArgentRunError(
+          "bad-layout",
+          `buffer \`${check.buffer}\` must have stride 1 in x (its rows must be contiguous), but its stride there is ${values[0]}`,
+        );
       case "other":
         return new ArgentRunError("assertion", check.message);
     }

@@ -62,6 +62,11 @@ pub enum AssertKind {
     AllocationTooLarge { buffer: String },
     /// A parameter is outside its declared range. args: the value.
     ParamOutOfRange { param: String },
+    /// A one- or two-dimensional buffer argument is not dense in its first
+    /// dimension: the generated code reads and writes such buffers as
+    /// contiguous rows (as Halide assumes of its buffers by default), and
+    /// only images with channels may be interleaved. args: the stride given.
+    StrideNotOne { buffer: String },
     /// Any other check; the string explains it.
     Other(String),
 }
@@ -198,6 +203,10 @@ impl AssertKind {
                     arg(0)
                 )
             }
+            AssertKind::StrideNotOne { buffer } => format!(
+                "buffer `{buffer}` must have stride 1 in dimension 0 (its rows must be contiguous), but its stride there is {}",
+                arg(0)
+            ),
             AssertKind::Other(text) => text.clone(),
         }
     }

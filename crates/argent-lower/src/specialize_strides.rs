@@ -1,51 +1,58 @@
-//! Stride specialisation: buffer arguments may have any stride in their
-//! innermost dimension (interleaved RGBA has `x` stride 4), so their
-//! vector loads and stores index with `in.stride.0 * ramp(..)`, which a
-//! backend can only gather or scatter lane by lane. Almost every image is
-//! dense, so the body is versioned: when every buffer argument it uses has
-//! `stride.0 == 1`, a copy with the strides replaced by 1 runs (its ramps
-//! become dense vector loads and stores once simplified); bodies that use
-//! images with channels (three or more dimensions, interleaved by the
-//! runtime) get copies for strides 3 and 4 instead, which backends load as
-//! windows and shuffles; otherwise the general body runs. Results never
-//! change.
+//! Stride specialisation. A buffer argument's descriptor gives a stride
+//! per dimension, and vector loads and stores index with
+//! `in.stride.0 * ramp(..)`, which a backend can only gather or scatter
+//! lane by lane unless the stride is known:
+//!
+//! - One- and two-dimensional buffers are dense in their first dimension,
+//!   as Halide assumes of its buffers by default: the body is checked on
+//!   entry (`StrideNotOne`, naming the buffer and the stride given) and
+//!   their `stride.0` is 1 everywhere after, so their ramps become dense
+//!   vector loads and stores once simplified. The runtime always lays such
+//!   buffers out densely (crops keep stride 1 in x and set the row
+//!   stride); a general copy of the body for other strides doubled the
+//!   code every later pass and the backend work through.
+//! - Images with channels (three or more dimensions) are interleaved by the
+//!   runtime, so each loop nest that uses them is versioned: copies for
+//!   `stride.0` 3 (RGB) and 4 (RGBA), which backends load as windows and
+//!   shuffles, and the general body for every other layout (planar data
+//!   among them). Results never change.
 //!
 //! ```text
-//! out[ramp(out.stride.0 * x, out.stride.0, 8)] = ..   ==>   if (out.stride.0 == 1) {
-//!                                                             out[ramp(x, 1, 8)] = ..
-//!                                                           } else {
-//!                                                             out[ramp(out.stride.0 * x, out.stride.0, 8)] = ..
-//!                                                           }
+//!                                          assert(out.stride.0 == 1, StrideNotOne { buffer: "out" }, [out.stride.0])
+//! out[ramp(out.stride.0 * x, out.stride.0, 8)] = ..   ==>   out[ramp(x, 1, 8)] = ..
 //! ```
 
 use argent_ir::visit::{Mutator, Visitor, mutate_expr_children, walk_expr};
-use argent_ir::{BufferArg, Expr, ExprKind, ForKind, Stmt};
+use argent_ir::{AssertKind, BufferArg, Expr, ExprKind, ForKind, Stmt};
 use std::collections::HashMap;
 
-/// Version `s` on the innermost strides of `buffers` (the buffers whose
-/// `stride.0` it mentions): all 1 (gray images) or, when a buffer has three
-/// or more dimensions, the interleaved layouts where those buffers'
-/// `stride.0` is 3 (RGB) or 4 (RGBA) and the others' 1; `s` itself when it
-/// mentions no stride. `min_channels` gives, for buffers known to hold at
-/// least that many channels (an output whose schedule bounds `c` to four),
-/// a floor under their interleaved stride: layouts below it are not
-/// versioned (the general body would run them anyway), which saves a
-/// third of the code and compile time of an RGBA pipeline.
+/// Set the innermost stride of the one- and two-dimensional `buffers` to 1
+/// (checked on entry), and version `s` on the innermost strides of the
+/// others (the buffers with channels whose `stride.0` it mentions): the
+/// interleaved layouts where those buffers' `stride.0` is 3 (RGB) or 4
+/// (RGBA), and the general body. `min_channels` gives, for buffers known
+/// to hold at least that many channels (an output whose schedule bounds
+/// `c` to four), a floor under their interleaved stride: layouts below it
+/// are not versioned (the general body would run them anyway), which saves
+/// a third of the code and compile time of an RGBA pipeline.
 pub fn specialize_strides(
     s: &Stmt,
     buffers: &[BufferArg],
     min_channels: &HashMap<String, i64>,
 ) -> Stmt {
-    // Per buffer: 0 without channels, else the fewest channels it can have.
+    let dense: HashMap<String, i64> = buffers
+        .iter()
+        .filter(|b| (1..3).contains(&b.dims))
+        .map(|b| (format!("{}.stride.0", b.name), 1))
+        .collect();
+    let mut known = KnownStrides::new(dense);
+    let body = known.mutate_stmt(s);
+    // Per buffer with channels: the fewest channels it can have.
     let strides: Vec<(String, i64)> = buffers
         .iter()
-        .filter(|b| b.dims > 0)
+        .filter(|b| b.dims >= 3)
         .map(|b| {
-            let channels = if b.dims >= 3 {
-                min_channels.get(&b.name).copied().unwrap_or(1).max(1)
-            } else {
-                0
-            };
+            let channels = min_channels.get(&b.name).copied().unwrap_or(1).max(1);
             (format!("{}.stride.0", b.name), channels)
         })
         .collect();
@@ -53,7 +60,26 @@ pub fn specialize_strides(
     // versioning the whole body would copy every stage (most only touch
     // internal buffers, whose strides are known) and the passes after this
     // one would work through two or three copies of the whole pipeline.
-    version_nests(s, &strides)
+    let body = version_nests(&body, &strides);
+    if known.replaced.is_empty() {
+        return body;
+    }
+    // The checks come first, in the order of the buffer arguments.
+    let mut checks: Vec<Stmt> = buffers
+        .iter()
+        .filter_map(|b| {
+            let stride = format!("{}.stride.0", b.name);
+            known.replaced.contains(&stride).then(|| Stmt::Assert {
+                cond: Expr::eq(Expr::var_i32(stride.clone()), Expr::i32(1)),
+                kind: AssertKind::StrideNotOne {
+                    buffer: b.name.clone(),
+                },
+                args: vec![Expr::var_i32(stride)],
+            })
+        })
+        .collect();
+    checks.push(body);
+    Stmt::Block(checks)
 }
 
 /// `s` with every outermost loop (or `let` whose value mentions a stride)
@@ -154,7 +180,7 @@ fn has_loop(s: &Stmt) -> bool {
     find.0
 }
 
-/// The strides (with whether their buffer has channels) that `visit` finds.
+/// The strides (with the fewest channels of their buffers) that `visit` finds.
 fn mentioned(strides: &[(String, i64)], visit: impl FnOnce(&mut UsedNames)) -> Vec<(String, i64)> {
     let mut used = UsedNames {
         strides,
@@ -178,9 +204,8 @@ fn version(s: &Stmt, strides: &[(String, i64)]) -> Stmt {
     // three-dimensional buffer with channels innermost in memory), so a
     // planar copy would only cost compile time: planar data runs the
     // general body, which is exact for every layout.
-    let interleaved = strides.iter().any(|(_, channels)| *channels > 0);
-    let layouts: &[i64] = if interleaved { &[3, 4] } else { &[1] };
-    layouts
+    const INTERLEAVED: [i64; 2] = [3, 4];
+    INTERLEAVED
         .iter()
         .filter(|&&layout| strides.iter().all(|(_, channels)| layout >= *channels))
         .rev()
@@ -190,13 +215,9 @@ fn version(s: &Stmt, strides: &[(String, i64)]) -> Stmt {
             // of unrolled channels then combine into one dense store
             // (`interleave_stores`).
             let mut values: Vec<(String, i64)> = Vec::new();
-            for (name, buffer_channels) in strides {
-                if *buffer_channels > 0 && channels != 1 {
-                    values.push((name.clone(), channels));
-                    values.push((channel_stride(name), 1));
-                } else {
-                    values.push((name.clone(), 1));
-                }
+            for (name, _) in strides {
+                values.push((name.clone(), channels));
+                values.push((channel_stride(name), 1));
             }
             let cond = values
                 .iter()
@@ -206,7 +227,7 @@ fn version(s: &Stmt, strides: &[(String, i64)]) -> Stmt {
             let values: HashMap<String, i64> = values.into_iter().collect();
             Stmt::IfThenElse {
                 cond,
-                then: Box::new(KnownStrides(values).mutate_stmt(s)),
+                then: Box::new(KnownStrides::new(values).mutate_stmt(s)),
                 otherwise: Some(Box::new(otherwise)),
             }
         })
@@ -236,13 +257,30 @@ impl Visitor for UsedNames<'_> {
 }
 
 /// Replaces the named strides by their values (buffer fields are never
-/// rebound).
-struct KnownStrides(HashMap<String, i64>);
+/// rebound), noting which it met.
+struct KnownStrides {
+    values: HashMap<String, i64>,
+    replaced: Vec<String>,
+}
+
+impl KnownStrides {
+    fn new(values: HashMap<String, i64>) -> KnownStrides {
+        KnownStrides {
+            values,
+            replaced: Vec::new(),
+        }
+    }
+}
 
 impl Mutator for KnownStrides {
     fn mutate_expr(&mut self, e: &Expr) -> Expr {
         match e.kind() {
-            ExprKind::Var(n) if self.0.contains_key(n) => Expr::i32(self.0[n]),
+            ExprKind::Var(n) if self.values.contains_key(n) => {
+                if !self.replaced.contains(n) {
+                    self.replaced.push(n.clone());
+                }
+                Expr::i32(self.values[n])
+            }
             _ => mutate_expr_children(self, e),
         }
     }
@@ -268,19 +306,14 @@ mod tests {
     }
 
     #[test]
-    fn dense_strides_get_their_own_copy() {
+    fn dense_buffers_are_checked_once_and_lose_their_stride() {
         let m = copy_plus_one();
         let s = specialize_strides(&m.body, &m.buffers, &HashMap::new());
         expect![[r#"
-            if (((in.stride.0 == 1) && (out.stride.0 == 1))) {
-              for (x, out.min.0, out.extent.0) {
-                out[(1 * (x - out.min.0))] = (in[(1 * (x - in.min.0))] + 1)
-              }
-            }
-            else {
-              for (x, out.min.0, out.extent.0) {
-                out[(out.stride.0 * (x - out.min.0))] = (in[(in.stride.0 * (x - in.min.0))] + 1)
-              }
+            assert((in.stride.0 == 1), StrideNotOne { buffer: "in" }, [in.stride.0])
+            assert((out.stride.0 == 1), StrideNotOne { buffer: "out" }, [out.stride.0])
+            for (x, out.min.0, out.extent.0) {
+              out[(1 * (x - out.min.0))] = (in[(1 * (x - in.min.0))] + 1)
             }
         "#]]
         .assert_eq(&s.to_string());
@@ -290,6 +323,31 @@ mod tests {
             run_1d(&m, &input, 0, 12).unwrap().0,
             run_1d(&specialized, &input, 0, 12).unwrap().0
         );
+        // Every other element of a longer array: the original body reads it,
+        // the specialised one names the buffer and the stride instead.
+        let strided = argent_arith::interp::Buffer::from_bytes(
+            Type::I32,
+            vec![argent_arith::interp::Dim {
+                min: 0,
+                extent: 12,
+                stride: 2,
+            }],
+            input.iter().flat_map(|&v| [v as i32, 0]).flat_map(i32::to_le_bytes).collect(),
+        )
+        .expect("a valid layout");
+        let run = |m: &argent_ir::Module| {
+            let mut out = argent_arith::interp::Buffer::new(Type::I32, &[12]);
+            crate::exec::run(m, &[("in", &strided)], &mut [("out", &mut out)], &[])
+                .map(|_| (0..12).map(|i| out.get(&[i]).unwrap().as_i64()).collect::<Vec<_>>())
+        };
+        assert_eq!(
+            run(&m).unwrap(),
+            input.iter().map(|v| v + 1).collect::<Vec<_>>()
+        );
+        let err = run(&specialized).unwrap_err();
+        assert!(!err.is_compiler_bug());
+        expect![[r#"AssertFailed { kind: StrideNotOne { buffer: "in" }, args: [Int(2)] }"#]]
+            .assert_eq(&format!("{err:?}"));
     }
 
     #[test]
@@ -304,15 +362,16 @@ mod tests {
             value: Expr::load(Type::U8, "in", Expr::var_i32("in.stride.0")),
         };
         expect![[r#"
-            if ((((in.stride.0 == 3) && (in.stride.2 == 1)) && (out.stride.0 == 1))) {
+            assert((out.stride.0 == 1), StrideNotOne { buffer: "out" }, [out.stride.0])
+            if (((in.stride.0 == 3) && (in.stride.2 == 1))) {
               out[1] = in[3]
             }
             else {
-              if ((((in.stride.0 == 4) && (in.stride.2 == 1)) && (out.stride.0 == 1))) {
+              if (((in.stride.0 == 4) && (in.stride.2 == 1))) {
                 out[1] = in[4]
               }
               else {
-                out[out.stride.0] = in[in.stride.0]
+                out[1] = in[in.stride.0]
               }
             }
         "#]]

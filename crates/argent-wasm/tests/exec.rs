@@ -414,6 +414,44 @@ fn failed_assert_reports_which_and_its_arguments() {
     assert_eq!(out.status, 0);
 }
 
+/// A two-dimensional input whose rows are not contiguous (every other u16
+/// of a wider array, as one channel of interleaved data would be): the
+/// lowered box blur reads 2-D buffers as dense rows, so its module refuses
+/// the layout by name before touching the output, and runs the dense one.
+#[test]
+fn a_two_dimensional_buffer_must_be_dense_in_x() {
+    let path = format!("{}/../../examples/box_blur.ag", env!("CARGO_MANIFEST_DIR"));
+    let source = std::fs::read_to_string(&path).expect("the example exists");
+    let pipeline = argent_lang::compile(&source).expect("the pipeline compiles");
+    let lowered = argent_lower::lower::lower(&pipeline, &Default::default()).expect("it lowers");
+    let compiled = compile(&lowered.module, &SIMD).unwrap();
+    let (w, h) = (40, 12);
+    let output = || BufData {
+        bytes: vec![0; 2 * w * h],
+        dims: vec![(0, w as i32, 1), (0, h as i32, w as i32)],
+    };
+    let strided = BufData {
+        bytes: random_bytes(2 * 2 * w * h, 5),
+        dims: vec![(0, w as i32, 2), (0, h as i32, 2 * w as i32)],
+    };
+    let out = run_node(&compiled, &[strided, output()], &[], 0, 1);
+    assert!(out.status > 0);
+    let info = &compiled.abi.asserts[out.status as usize - 1];
+    assert_eq!(info.kind, AssertKind::StrideNotOne { buffer: "in".into() });
+    assert_eq!(out.error_args[0], 2);
+    assert_eq!(
+        info.kind.message(&[2]),
+        "buffer `in` must have stride 1 in dimension 0 (its rows must be contiguous), but its stride there is 2"
+    );
+    assert_eq!(out.buffers[1], vec![0; 2 * w * h], "output untouched");
+    let dense = BufData {
+        bytes: random_bytes(2 * w * h, 5),
+        dims: vec![(0, w as i32, 1), (0, h as i32, w as i32)],
+    };
+    let out = run_node(&compiled, &[dense, output()], &[], 0, 1);
+    assert_eq!(out.status, 0);
+}
+
 #[test]
 fn allocation_beyond_4_gib_is_an_error_status() {
     let module = alloc_param();

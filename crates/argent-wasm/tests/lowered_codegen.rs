@@ -60,66 +60,66 @@ fn steady_loops(wat: &str) -> String {
 fn box_blur_steady_state_is_v128_without_clamps() {
     let wat = example_wat("box_blur.ag");
     expect![[r#"
-        3 steady-state loops; the first:
-        local.get 703
+        2 steady-state loops; the first:
+        local.get 613
         i32.const 8
         i32.mul
         local.get 9
         i32.add
-        local.get 647
+        local.get 594
         i32.add
-        local.get 706
+        local.get 612
         i32.add
         local.get 2
         i32.sub
-        local.set 702
-        local.get 705
+        local.set 633
+        local.get 635
         v128.load align=1
-        local.set 723
-        local.get 705
+        local.set 631
+        local.get 635
         v128.load offset=2 align=1
-        local.set 722
-        local.get 723
-        local.get 722
+        local.set 630
+        local.get 631
+        local.get 630
         i16x8.add
-        local.set 721
-        local.get 705
+        local.set 629
+        local.get 635
         v128.load offset=4 align=1
-        local.set 720
-        local.get 721
-        local.get 720
+        local.set 388
+        local.get 629
+        local.get 388
         i16x8.add
-        local.set 719
-        local.get 719
-        local.get 729
+        local.set 387
+        local.get 387
+        local.get 641
         i32x4.extmul_low_i16x8_u
         i32.const 17
         i32x4.shr_u
-        local.get 719
-        local.get 729
+        local.get 387
+        local.get 641
         i32x4.extmul_high_i16x8_u
         i32.const 17
         i32x4.shr_u
         i16x8.narrow_i32x4_u
-        local.set 718
-        local.get 725
-        local.get 718
+        local.set 386
+        local.get 637
+        local.get 386
         v128.store offset=512 align=1
-        local.get 725
+        local.get 637
         i32.const 16
         i32.add
-        local.set 725
-        local.get 705
+        local.set 637
+        local.get 635
         i32.const 16
         i32.add
-        local.set 705
-        local.get 703
+        local.set 635
+        local.get 613
         i32.const 1
         i32.add
-        local.tee 703
-        local.get 727
+        local.tee 613
+        local.get 639
         i32.lt_s
-        br_if 0 (;@9;)"#]]
+        br_if 0 (;@8;)"#]]
     .assert_eq(&steady_loops(&wat));
 }
 

@@ -54,6 +54,9 @@ fn assert_kind_json(kind: &AssertKind) -> Value {
         AssertKind::ParamOutOfRange { param } => {
             json!({ "kind": "paramOutOfRange", "param": param })
         }
+        AssertKind::StrideNotOne { buffer } => {
+            json!({ "kind": "strideNotOne", "buffer": buffer })
+        }
         AssertKind::Other(message) => json!({ "kind": "other", "message": message }),
     }
 }
