@@ -1159,9 +1159,7 @@ impl<'a> Prover<'a> {
         }
         // Negating the difference is a simplification of its own: only
         // done when a fact could bound it.
-        if !relevant.is_empty()
-            && below_a_fact(&simplify(&Expr::sub(Expr::i32(0), diff.clone())))
-        {
+        if !relevant.is_empty() && below_a_fact(&simplify(&Expr::sub(Expr::i32(0), diff.clone()))) {
             return Some(false);
         }
         None

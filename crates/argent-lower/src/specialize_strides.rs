@@ -332,13 +332,20 @@ mod tests {
                 extent: 12,
                 stride: 2,
             }],
-            input.iter().flat_map(|&v| [v as i32, 0]).flat_map(i32::to_le_bytes).collect(),
+            input
+                .iter()
+                .flat_map(|&v| [v as i32, 0])
+                .flat_map(i32::to_le_bytes)
+                .collect(),
         )
         .expect("a valid layout");
         let run = |m: &argent_ir::Module| {
             let mut out = argent_arith::interp::Buffer::new(Type::I32, &[12]);
-            crate::exec::run(m, &[("in", &strided)], &mut [("out", &mut out)], &[])
-                .map(|_| (0..12).map(|i| out.get(&[i]).unwrap().as_i64()).collect::<Vec<_>>())
+            crate::exec::run(m, &[("in", &strided)], &mut [("out", &mut out)], &[]).map(|_| {
+                (0..12)
+                    .map(|i| out.get(&[i]).unwrap().as_i64())
+                    .collect::<Vec<_>>()
+            })
         };
         assert_eq!(
             run(&m).unwrap(),

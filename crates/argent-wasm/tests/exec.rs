@@ -437,7 +437,12 @@ fn a_two_dimensional_buffer_must_be_dense_in_x() {
     let out = run_node(&compiled, &[strided, output()], &[], 0, 1);
     assert!(out.status > 0);
     let info = &compiled.abi.asserts[out.status as usize - 1];
-    assert_eq!(info.kind, AssertKind::StrideNotOne { buffer: "in".into() });
+    assert_eq!(
+        info.kind,
+        AssertKind::StrideNotOne {
+            buffer: "in".into()
+        }
+    );
     assert_eq!(out.error_args[0], 2);
     assert_eq!(
         info.kind.message(&[2]),
