@@ -318,7 +318,7 @@ function run(request: Extract<ExecRequest, { type: "run" }>): void {
   writeArguments(memory, abi, request.buffers, layout, request.params);
   const bytes = new Uint8Array(memory.buffer);
   request.buffers.forEach((buffer, i) => {
-    if (buffer.bytes) bytes.set(buffer.bytes, layout.bases[i]);
+    if (buffer.bytes) bytes.set(buffer.bytes, layout.bases[i] + (buffer.byteOffset ?? 0));
   });
   const copyIn = performance.now() - t0;
   const executed = execute(loaded, request.helpers);
@@ -345,6 +345,34 @@ function run(request: Extract<ExecRequest, { type: "run" }>): void {
     },
     outputs.map((output) => output.buffer),
   );
+}
+
+/**
+ * The bounds query: writes the argument block as `run` would see it (the
+ * buffers' addresses are never read) and calls the module's `query`.
+ */
+function query(request: Extract<ExecRequest, { type: "query" }>): void {
+  const loaded = pipelines.get(request.pipelineId);
+  const slots = loaded?.abi.regionSlots;
+  const query = loaded?.instance.exports.query as ((argsPtr: number) => number) | undefined;
+  let regions: [number, number][] | null = null;
+  if (loaded && slots && query) {
+    const layout = planLayout(loaded.abi.argsSize, request.buffers.map((b) => ({ ...b, elements: 0 })));
+    if (layout) {
+      try {
+        ensureMemory(loaded.memory, layout.bytesNeeded);
+        writeArguments(loaded.memory, loaded.abi, request.buffers, layout, request.params);
+        if (query(ARGS_OFFSET) === 0) {
+          const view = new DataView(loaded.memory.buffer, ARGS_OFFSET);
+          regions = slots.map((slot) => [view.getInt32(slot.offset, true), view.getInt32(slot.offset + 4, true)]);
+        }
+      } catch {
+        // No regions: the caller sends whole inputs.
+        regions = null;
+      }
+    }
+  }
+  reply({ type: "regions", runId: request.runId, regions });
 }
 
 /** A run whose arguments and inputs the main thread wrote into shared memory. */
@@ -390,6 +418,8 @@ port.onMessage((request: ExecRequest) => {
       return runInPlace(request);
     case "join":
       return join(request);
+    case "query":
+      return query(request);
   }
 });
 reply({ type: "ready" });

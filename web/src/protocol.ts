@@ -132,6 +132,12 @@ export interface Abi {
   maxErrorArgs: number;
   argsSize: number;
   sharedMemory: boolean;
+  /**
+   * Where the module's bounds query (export `query`) leaves the region of
+   * each input dimension a run reads: two words at `offset` in the argument
+   * block, the smallest and the largest coordinate. Null without a query.
+   */
+  regionSlots: { input: string; dim: number; offset: number }[] | null;
 }
 
 /**
@@ -141,6 +147,12 @@ export interface Abi {
 export interface RunBuffer extends BufferShape {
   /** Input pixels (inputs only), as bytes; transferred, not cloned. */
   bytes?: Uint8Array;
+  /**
+   * Where `bytes` start in the buffer, in bytes (0 when absent): a strip in
+   * tiles mode gets only the rows of an input it reads, while the
+   * descriptor keeps the whole image's size, which the algorithm sees.
+   */
+  byteOffset?: number;
 }
 
 /** Messages from the main thread to an execution worker. */
@@ -167,7 +179,16 @@ export type ExecRequest =
       pipelineId: number;
       helpers: number;
     }
-  | { type: "join"; runId: number; pipelineId: number };
+  | { type: "join"; runId: number; pipelineId: number }
+  | {
+      /** The bounds query: which region of each input a run of these arguments reads. */
+      type: "query";
+      runId: number;
+      pipelineId: number;
+      /** Shapes only: no bytes are needed. */
+      buffers: RunBuffer[];
+      params: [number, number][];
+    };
 
 /** Messages from an execution worker to the main thread. */
 export type ExecReply =
@@ -187,4 +208,10 @@ export type ExecReply =
       timings: { copyIn: number; execute: number; copyOut: number };
     }
   | { type: "run-error"; runId: number; message: string }
+  | {
+      type: "regions";
+      runId: number;
+      /** `[min, max]` per `Abi.regionSlots` entry; null when the query failed. */
+      regions: [number, number][] | null;
+    }
   | { type: "left"; runId: number; trap: string | null; iterations: number };

@@ -148,6 +148,11 @@ export interface RunStats {
    * helper (in tiles mode, one entry per worker that computed a strip).
    */
   iterationsPerThread: number[];
+  /**
+   * Tiles mode: the input bytes sent to each strip's worker, only the rows
+   * its strip reads (from the module's bounds query). Absent otherwise.
+   */
+  inputBytesPerThread?: number[];
 }
 
 /** What `Pipeline.run` takes. */
@@ -968,29 +973,41 @@ export class Pipeline {
     if (strips < 2) return null;
     /** Milliseconds this thread spent copying each strip's inputs for the transfer. */
     const copied: number[] = [];
+    /** Input bytes sent to each strip's worker. */
+    const inputBytes: number[] = [];
     const replies = await Promise.all(
-      Array.from({ length: strips }, (_, k) => {
+      Array.from({ length: strips }, async (_, k) => {
         const first = Math.floor((rows * k) / strips);
         const count = Math.floor((rows * (k + 1)) / strips) - first;
-        const buffers = prepared.buffers.map((b) => {
-          if (this.abi.buffers[b.index].role !== "output") return b;
+        const shapes = prepared.buffers.map((b) => {
+          if (this.abi.buffers[b.index].role !== "output") return { ...b, bytes: undefined };
           const d = splitDim(b);
           const mins = b.mins.slice();
           const extents = b.extents.slice();
           mins[d] = first;
           extents[d] = count;
-          return { ...b, mins, extents, elements: (b.elements / rows) * count };
+          return { ...b, mins, extents, elements: (b.elements / rows) * count, bytes: undefined };
         });
+        // The module's bounds query says which rows of each input the
+        // strip reads: only those travel (the descriptor keeps the whole
+        // image's size, which the algorithm sees).
+        const rowsRead = await this.queryRows(pool, k, shapes, prepared.params);
         const copyStarted = performance.now();
-        const transferable = transferableBuffers(buffers);
+        const transfer: ArrayBuffer[] = [];
+        let sent = 0;
+        const buffers: RunBuffer[] = prepared.buffers.map((b, i) => {
+          if (!b.bytes) return shapes[i];
+          const [from, to] = rowsRead?.get(b.index) ?? [0, b.bytes.byteLength];
+          const bytes = b.bytes.slice(from, to);
+          transfer.push(bytes.buffer);
+          sent += bytes.byteLength;
+          return { ...shapes[i], bytes, byteOffset: from };
+        });
         copied[k] = performance.now() - copyStarted;
+        inputBytes[k] = sent;
         const runId = nextRunId++;
         const done = pool.expect(k, (r) => (r.type === "done" || r.type === "run-error") && r.runId === runId);
-        pool.post(
-          k,
-          { type: "run", runId, pipelineId: this.id, buffers: transferable.buffers, params: prepared.params, helpers: 0 },
-          transferable.transfer,
-        );
+        pool.post(k, { type: "run", runId, pipelineId: this.id, buffers, params: prepared.params, helpers: 0 }, transfer);
         return done;
       }),
     );
@@ -1019,8 +1036,48 @@ export class Pipeline {
     return {
       outputs,
       timings: runTimings(copiedHere + slowest("copyIn"), slowest("execute"), slowest("copyOut") + joined, performance.now() - called),
-      stats: { iterationsPerThread: replies.map((r) => (r.type === "done" ? r.iterations : 0)) },
+      stats: {
+        iterationsPerThread: replies.map((r) => (r.type === "done" ? r.iterations : 0)),
+        inputBytesPerThread: inputBytes,
+      },
     };
+  }
+
+  /**
+   * Tiles mode: the byte range `[from, to)` of each input (by ABI index)
+   * that one strip reads, from the module's bounds query on that strip's
+   * worker: whole rows, from the first row read to the last. Null when the
+   * module has no query (every input then travels whole); an input whose
+   * rows cannot be cut (one dimension) is left out of the map.
+   */
+  private async queryRows(
+    pool: Pool,
+    worker: number,
+    shapes: RunBuffer[],
+    params: [number, number][],
+  ): Promise<Map<number, [number, number]> | null> {
+    const slots = this.abi.regionSlots;
+    if (!slots) return null;
+    const runId = nextRunId++;
+    const reply = pool.expect(worker, (r) => r.type === "regions" && r.runId === runId);
+    pool.post(worker, { type: "query", runId, pipelineId: this.id, buffers: shapes, params });
+    const answer = await reply;
+    if (answer.type !== "regions" || !answer.regions) return null;
+    const rowsRead = new Map<number, [number, number]>();
+    shapes.forEach((shape) => {
+      const descriptor = this.abi.buffers[shape.index];
+      if (descriptor.role !== "input" || shape.extents.length < 2) return;
+      const slot = slots.findIndex((s) => s.input === descriptor.name && s.dim === 1);
+      if (slot < 0) return;
+      const [lo, hi] = answer.regions![slot];
+      const rowBytes = shape.strides[1] * shape.elementBytes;
+      const firstRow = Math.max(lo, shape.mins[1]) - shape.mins[1];
+      const lastRow = Math.min(hi, shape.mins[1] + shape.extents[1] - 1) - shape.mins[1];
+      // Nothing read (an empty strip, or an input only other strips use).
+      if (lastRow < firstRow) rowsRead.set(shape.index, [0, 0]);
+      else rowsRead.set(shape.index, [firstRow * rowBytes, (lastRow + 1) * rowBytes]);
+    });
+    return rowsRead;
   }
 
   /** Turns a failed run's status into an error naming what went wrong. */

@@ -29,6 +29,9 @@ const CONFIGS = [
   { threads: 1, simd: false },
   { threads: 2, simd: false },
   { threads: 4, simd: false },
+  // Tiles mode (no shared memory): three strips, each sent only the input
+  // rows the module's bounds query says it reads.
+  { threads: 3, simd: true, sharedMemory: false },
 ];
 const only = process.env.ARGENT_EXAMPLES?.split(",");
 const examples = readdirSync(EXAMPLES)
@@ -61,9 +64,11 @@ for (const name of examples) {
 
     for (const config of CONFIGS) {
       const todo = KNOWN_GAPS[name] ?? (config.threads > 1 && KNOWN_THREADED_BUGS[name]) ?? false;
-      test(`${config.threads} thread(s), ${config.simd ? "SIMD128" : "scalar"}: matches the reference interpreter`, { todo }, async () => {
+      const tiles = config.sharedMemory === false;
+      const label = `${config.threads} thread(s)${tiles ? " in tiles mode" : ""}, ${config.simd ? "SIMD128" : "scalar"}`;
+      test(`${label}: matches the reference interpreter`, { todo }, async () => {
         const runtime = runtimes.get(config);
-        assert.equal(runtime.mode, config.threads > 1 ? "threads" : "single");
+        assert.equal(runtime.mode, tiles ? "tiles" : config.threads > 1 ? "threads" : "single");
         const pipeline = await runtime.compile(source, { validate: true });
         try {
           assert.equal(pipeline.simd, config.simd);
@@ -71,9 +76,10 @@ for (const name of examples) {
           expected ??= await Promise.all(
             referenceOutputs(path, photos, pipeline.outputs.map((o) => o.name)).map((p) => readPhoto(p)),
           );
-          const out = join(scratch, `${name}-${config.threads}-${config.simd}.png`);
+          const out = join(scratch, `${name}-${config.threads}-${config.simd}-${tiles}.png`);
           const { rasters, result } = await runOnPhotos(pipeline, { inputs: photos }, out);
           assert.equal(result.stats.iterationsPerThread.length, config.threads);
+          if (tiles) assert.equal(result.stats.inputBytesPerThread.length, config.threads);
           // The 8-bit reference comparison cannot see low bits of u16 or
           // f32 outputs, so every configuration must also agree exactly.
           const raw = pipeline.outputs.map((o) => {

@@ -45,10 +45,13 @@ const KNOWN_GAPS = {};
 // SIMD128 on 1, 2 and 4 threads, and scalar code on one thread (the
 // issue's configurations; hand schedules run on all six in
 // examples.test.mjs). ARGENT_RANDOM_CONFIGS=1,2,4,1s picks some: a thread
-// count, with `s` for scalar code.
+// count, with `s` for scalar code and `t` for tiles mode (no shared
+// memory: each worker computes a strip of the output from the input rows
+// the module's bounds query says it reads), e.g. `3t` or `2st`.
 const CONFIGS = (process.env.ARGENT_RANDOM_CONFIGS ?? "1,2,4,1s").split(",").map((c) => ({
   threads: Number.parseInt(c, 10),
-  simd: !c.endsWith("s"),
+  simd: !/s/.test(c),
+  ...(/t/.test(c) ? { sharedMemory: false } : {}),
 }));
 const only = process.env.ARGENT_EXAMPLES?.split(",");
 const examples = readdirSync(EXAMPLES)
@@ -93,7 +96,7 @@ for (const name of examples) {
 
     for (const config of CONFIGS) {
       const todo = KNOWN_GAPS[name] ?? false;
-      test(`${SEEDS} random schedules, ${config.threads} thread(s), ${config.simd ? "SIMD128" : "scalar"}: match the reference interpreter`, { todo, skip }, async (t) => {
+      test(`${SEEDS} random schedules, ${config.threads} thread(s)${config.sharedMemory === false ? " in tiles mode" : ""}, ${config.simd ? "SIMD128" : "scalar"}: match the reference interpreter`, { todo, skip }, async (t) => {
         const runtime = runtimes.get(config);
         const failures = [];
         let refused = 0;
@@ -135,7 +138,7 @@ for (const name of examples) {
             expected ??= await Promise.all(
               referenceOutputs(path, photos, pipeline.outputs.map((o) => o.name)).map((p) => readPhoto(p)),
             );
-            const out = join(scratch, `${name}-${config.threads}.png`);
+            const out = join(scratch, `${name}-${config.threads}-${config.sharedMemory === false ? "tiles" : "shared"}.png`);
             let rasters;
             try {
               ({ rasters } = await runOnPhotos(pipeline, { inputs: photos, signal: AbortSignal.timeout(RUN_LIMIT_MS) }, out));

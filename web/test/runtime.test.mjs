@@ -119,8 +119,12 @@ describe("tiles mode (no SharedArrayBuffer)", () => {
     for (let y = 0; y < height; y++) {
       for (let x = 0; x < width; x++) expected.push((at(x, y - 1) >> 1) + (at(x, y + 1) >> 1));
     }
-    const { outputs } = await vertical.run({ inputs: { in: image } });
+    const { outputs, stats } = await vertical.run({ inputs: { in: image } });
     assert.deepEqual(Array.from(outputs.out.data), expected);
+    // The strips are rows 0-12, 13-25 and 26-39; each worker got only the
+    // rows its strip reads (one more above and below, within the image),
+    // as the module's bounds query said.
+    assert.deepEqual(stats.inputBytesPerThread, [14 * width, 15 * width, 15 * width]);
     vertical.dispose();
 
     const color = await tiles.compile(COLOR);

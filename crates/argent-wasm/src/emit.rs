@@ -4,6 +4,7 @@
 //! that the SIMD emitter can roll back a statement it cannot vectorise and
 //! fall back to lane-by-lane code.
 
+use crate::query::RegionSlot;
 use crate::scalarize::{lane_of, scalarize_stmt};
 use crate::{
     Abi, AssertInfo, BufferAbi, CodegenError, CodegenOptions, CompiledModule, ParamAbi, TaskInfo,
@@ -562,7 +563,7 @@ impl<'c> FnBuilder<'c> {
     }
 
     /// Evaluates a let value (scalar or vector) into a binding.
-    fn bind_value(&mut self, value: &Expr) -> Result<Binding, CodegenError> {
+    pub(crate) fn bind_value(&mut self, value: &Expr) -> Result<Binding, CodegenError> {
         if value.ty().is_vector() {
             let mark = self.code.len();
             let cache_mark = self.vector_cache.as_ref().map(Vec::len);
@@ -2043,6 +2044,56 @@ fn max_assert_args(s: &Stmt) -> usize {
     m.0
 }
 
+/// Binds every descriptor field (`in.min.0`, ...) and parameter of the
+/// argument block at `args_ptr` (local 0) to a local of `f`.
+fn bind_arguments(
+    f: &mut FnBuilder,
+    buffers: &[BufferAbi],
+    params: &[ParamAbi],
+) -> Result<(), CodegenError> {
+    for b in buffers {
+        f.emit(I::LocalGet(0));
+        f.emit(I::I32Load(mem(b.offset as u64, 2)));
+        let base = f.set_new_local(ValType::I32);
+        f.buffers.push(BufBinding {
+            name: b.name.clone(),
+            base,
+            ty: b.ty.element(),
+        });
+        for d in 0..b.dims {
+            for (k, field) in ["min", "extent", "stride"].into_iter().enumerate() {
+                f.emit(I::LocalGet(0));
+                f.emit(I::I32Load(mem(
+                    (b.offset + 4 + 12 * d as u32 + 4 * k as u32) as u64,
+                    2,
+                )));
+                let local = f.set_new_local(ValType::I32);
+                f.scopes.push((
+                    argent_ir::buffer_field(&b.name, field, d),
+                    Binding::Scalar {
+                        local,
+                        ty: Type::I32,
+                    },
+                ));
+            }
+        }
+    }
+    for p in params {
+        f.emit(I::LocalGet(0));
+        let m = mem(p.offset as u64, 2);
+        if p.ty.is_float() {
+            f.emit(I::F32Load(m));
+        } else {
+            f.emit(I::I32Load(m));
+            f.wrap(p.ty);
+        }
+        let local = f.set_new_local(val_type(p.ty)?);
+        f.scopes
+            .push((p.name.clone(), Binding::Scalar { local, ty: p.ty }));
+    }
+    Ok(())
+}
+
 pub(crate) fn compile_module(
     module: &Module,
     options: &CodegenOptions,
@@ -2073,13 +2124,25 @@ pub(crate) fn compile_module(
     }
     let error_args_offset = offset;
     let max_error_args = max_assert_args(&module.body) as u32;
-    let args_size = (error_args_offset + 4 * max_error_args).div_ceil(16) * 16;
-
     let body = if options.simd {
         module.body.clone()
     } else {
         scalarize_stmt(&module.body)
     };
+    // The bounds query's regions follow the error arguments.
+    let region_slots: Option<Vec<RegionSlot>> = crate::query::region_checks(&body).map(|checks| {
+        checks
+            .into_iter()
+            .enumerate()
+            .map(|(k, (input, dim))| RegionSlot {
+                input,
+                dim,
+                offset: error_args_offset + 4 * max_error_args + 8 * k as u32,
+            })
+            .collect()
+    });
+    let slots_bytes = 8 * region_slots.as_ref().map_or(0, Vec::len) as u32;
+    let args_size = (error_args_offset + 4 * max_error_args + slots_bytes).div_ceil(16) * 16;
     let n_imports = if options.threads { 1 } else { 0 };
     let mut ctx = Ctx {
         options: *options,
@@ -2093,52 +2156,26 @@ pub(crate) fn compile_module(
     let body_fn = {
         let mut f = FnBuilder::new(&mut ctx, 1, false);
         f.args_ptr = 0;
-        for b in &buffers {
-            f.emit(I::LocalGet(0));
-            f.emit(I::I32Load(mem(b.offset as u64, 2)));
-            let base = f.set_new_local(ValType::I32);
-            f.buffers.push(BufBinding {
-                name: b.name.clone(),
-                base,
-                ty: b.ty.element(),
-            });
-            for d in 0..b.dims {
-                for (k, field) in ["min", "extent", "stride"].into_iter().enumerate() {
-                    f.emit(I::LocalGet(0));
-                    f.emit(I::I32Load(mem(
-                        (b.offset + 4 + 12 * d as u32 + 4 * k as u32) as u64,
-                        2,
-                    )));
-                    let local = f.set_new_local(ValType::I32);
-                    f.scopes.push((
-                        argent_ir::buffer_field(&b.name, field, d),
-                        Binding::Scalar {
-                            local,
-                            ty: Type::I32,
-                        },
-                    ));
-                }
-            }
-        }
-        for p in &params {
-            f.emit(I::LocalGet(0));
-            let m = mem(p.offset as u64, 2);
-            if p.ty.is_float() {
-                f.emit(I::F32Load(m));
-            } else {
-                f.emit(I::I32Load(m));
-                f.wrap(p.ty);
-            }
-            let local = f.set_new_local(val_type(p.ty)?);
-            f.scopes
-                .push((p.name.clone(), Binding::Scalar { local, ty: p.ty }));
-        }
+        bind_arguments(&mut f, &buffers, &params)?;
         f.stmt(&body)?;
         f.emit(I::I32Const(0));
         f.finish()
     };
+    // `query(args_ptr)`: the regions of the inputs a run would read.
+    let query_fn = match &region_slots {
+        Some(slots) => {
+            let mut f = FnBuilder::new(&mut ctx, 1, false);
+            f.args_ptr = 0;
+            bind_arguments(&mut f, &buffers, &params)?;
+            f.query(&body, slots)?;
+            f.emit(I::I32Const(0));
+            Some(f.finish())
+        }
+        None => None,
+    };
     let run_index = n_imports;
     let body_index = n_imports + 1;
+    let query_index = n_imports + 2 + ctx.tasks.len() as u32;
     // `run(args_ptr)`: restores the heap top whatever happens.
     let run_fn = {
         let mut f = Function::new_with_locals_types([ValType::I32, ValType::I32]);
@@ -2165,7 +2202,6 @@ pub(crate) fn compile_module(
         f.instruction(&I::End);
         f
     };
-
     let mut types = TypeSection::new();
     types.ty().function([ValType::I32], [ValType::I32]);
     types
@@ -2197,6 +2233,9 @@ pub(crate) fn compile_module(
     for _ in &ctx.tasks {
         functions.function(TYPE_TASK);
     }
+    if query_fn.is_some() {
+        functions.function(TYPE_RUN);
+    }
     let mut globals = GlobalSection::new();
     if options.threads {
         for _ in [ARENA_RUN, ARENA_BASE, ARENA_TOP, ARENA_END] {
@@ -2215,10 +2254,16 @@ pub(crate) fn compile_module(
     for (k, (info, _)) in ctx.tasks.iter().enumerate() {
         exports.export(&info.export, ExportKind::Func, n_imports + 2 + k as u32);
     }
+    if query_fn.is_some() {
+        exports.export("query", ExportKind::Func, query_index);
+    }
     let mut code = CodeSection::new();
     code.function(&run_fn);
     code.function(&body_fn);
     for (_, f) in &ctx.tasks {
+        code.function(f);
+    }
+    if let Some(f) = &query_fn {
         code.function(f);
     }
     let mut wasm = wasm_encoder::Module::new();
@@ -2243,6 +2288,7 @@ pub(crate) fn compile_module(
             max_error_args,
             args_size,
             shared_memory: options.threads,
+            region_slots,
         },
     })
 }

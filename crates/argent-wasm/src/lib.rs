@@ -22,6 +22,11 @@
 //!   `args_ptr + `[`Abi::error_args_offset`].
 //! - Export `task_N(closure: i32, iteration: i32) -> i32` for each outlined
 //!   parallel loop body (`N` = task index, status as for `run`).
+//! - Export `query(args_ptr: i32) -> i32` (when [`Abi::region_slots`] is
+//!   set): the bounds query. With the same argument block as `run` (no
+//!   pixels needed), it writes the region of each input dimension that
+//!   `run` would read to its [`RegionSlot`] and returns 0, reading and
+//!   writing nothing else (see the `query` module).
 //! - Negative statuses are the runtime's own (the reference runtime
 //!   reports a trap inside a task as -1); a trap in `run` itself (an
 //!   out-of-bounds access the checks did not cover) surfaces as a
@@ -45,7 +50,8 @@
 //!   are wrapped to their type by the generated code), `f32` as its bits,
 //!   bool as 0/1.
 //! - then the error-argument area ([`Abi::error_args_offset`],
-//!   [`Abi::max_error_args`] words).
+//!   [`Abi::max_error_args`] words), then the query's region slots (two
+//!   words each: the smallest and the largest coordinate read).
 //!
 //! SIMD loads of interleaved data read up to 64 bytes past the last element
 //! they need, so the runtime leaves 64 readable bytes after every buffer.
@@ -147,12 +153,14 @@
 
 mod emit;
 mod hoist;
+mod query;
 mod scalarize;
 mod simd;
 
 use argent_ir::{AssertKind, BufferRole, Module, Type};
 use std::fmt;
 
+pub use query::RegionSlot;
 pub use scalarize::{lane_of, scalarize_stmt};
 
 /// What the generated code may use.
@@ -231,6 +239,10 @@ pub struct Abi {
     pub args_size: u32,
     /// Whether the memory import is shared (threads on).
     pub shared_memory: bool,
+    /// Where the exported `query` function leaves the region of each input
+    /// dimension a run reads (see [`RegionSlot`]); `None` when the module
+    /// has no `query`.
+    pub region_slots: Option<Vec<RegionSlot>>,
 }
 
 /// A generated WebAssembly module and how to call it.

@@ -902,7 +902,16 @@ fn abi_layout() {
     assert_eq!(abi.params[0].offset, 40);
     assert_eq!(abi.error_args_offset, 44);
     assert_eq!(abi.max_error_args, 4);
-    assert_eq!(abi.args_size, 64);
+    // The bounds query's region of `in` follows the four error words.
+    assert_eq!(
+        abi.region_slots,
+        Some(vec![argent_wasm::RegionSlot {
+            input: "in".into(),
+            dim: 0,
+            offset: 60
+        }])
+    );
+    assert_eq!(abi.args_size, 80);
 }
 
 #[test]

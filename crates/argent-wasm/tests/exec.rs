@@ -63,6 +63,7 @@ fn check_cases(cases: &[Case]) -> Vec<Vec<Vec<u8>>> {
             params: &words[k / 2],
             threads: 0,
             runs: 1,
+            query: false,
         })
         .collect();
     let outputs = run_node_batch(&jobs);
@@ -457,6 +458,53 @@ fn a_two_dimensional_buffer_must_be_dense_in_x() {
     assert_eq!(out.status, 0);
 }
 
+/// The bounds query of the lowered box blur: for strips of the output
+/// (the whole width, some rows), the region of `in` that a run reads is
+/// the strip with one more row above and below, clamped to the image
+/// (`repeat_edge`), and the whole width. The query needs no pixels.
+#[test]
+fn bounds_query_reports_the_rows_a_strip_reads() {
+    let path = format!("{}/../../examples/box_blur.ag", env!("CARGO_MANIFEST_DIR"));
+    let source = std::fs::read_to_string(&path).expect("the example exists");
+    let pipeline = argent_lang::compile(&source).expect("the pipeline compiles");
+    let lowered = argent_lower::lower::lower(&pipeline, &Default::default()).expect("it lowers");
+    let (w, h) = (300, 100);
+    for options in [SIMD, SCALAR] {
+        let compiled = compile(&lowered.module, &options).unwrap();
+        let slots = compiled
+            .abi
+            .region_slots
+            .clone()
+            .expect("box_blur has a query");
+        let mut found: Vec<(String, usize)> =
+            slots.iter().map(|s| (s.input.clone(), s.dim)).collect();
+        found.sort();
+        assert_eq!(found, [("in".to_string(), 0), ("in".to_string(), 1)]);
+        for (first, rows) in [(0, 10), (10, 37), (h - 10, 10), (0, h), (50, 1)] {
+            let input = BufData {
+                bytes: vec![],
+                dims: vec![(0, w, 1), (0, h, w)],
+            };
+            let strip = BufData {
+                bytes: vec![],
+                dims: vec![(0, w, 1), (first, rows, w)],
+            };
+            let words = query_node(&compiled, &[input, strip], &[]);
+            let region = |dim: usize| {
+                let slot = slots.iter().find(|s| s.dim == dim).unwrap();
+                let k = slot.offset as usize / 4;
+                (words[k], words[k + 1])
+            };
+            assert_eq!(region(0), (0, w - 1), "x of rows {first}+{rows}");
+            assert_eq!(
+                region(1),
+                ((first - 1).max(0), (first + rows).min(h - 1)),
+                "y of rows {first}+{rows}"
+            );
+        }
+    }
+}
+
 #[test]
 fn allocation_beyond_4_gib_is_an_error_status() {
     let module = alloc_param();
@@ -652,6 +700,51 @@ fn vector_shifts_by_constants() {
                     vec![],
                 ));
             }
+        }
+    }
+    check_cases(&batch);
+}
+
+/// Products by a power of two, which the backend shifts (`x * 4` and
+/// `4 * x`, up to the type's top bit): the shift must wrap exactly as the
+/// product does, at the type's extremes too; other constants multiply.
+#[test]
+fn vector_products_by_powers_of_two_are_shifts() {
+    let mut batch = Vec::new();
+    for ty in [
+        Type::U8,
+        Type::I8,
+        Type::U16,
+        Type::I16,
+        Type::U32,
+        Type::I32,
+    ] {
+        let lanes = 128 / ty.bits as u16;
+        let n = 2 * lanes as usize;
+        let top = 1i64 << (ty.bits - 1);
+        for (c, constant_first) in [
+            (2, false),
+            (4, true),
+            (8, false),
+            (top, false),
+            (top, true),
+            (6, false),
+        ] {
+            let c = if ty.is_int() && c == top { top / 2 } else { c };
+            let module = elementwise(ty, ty, lanes, |x, _| {
+                let k = Expr::broadcast(Expr::int(ty, c), lanes);
+                if constant_first {
+                    Expr::mul(k, x)
+                } else {
+                    Expr::mul(x, k)
+                }
+            });
+            if ty.bits > 8 {
+                let wat = wasmprinter::print_bytes(compile(&module, &SIMD).unwrap().bytes).unwrap();
+                let shl = format!("i{}x{}.shl", ty.bits, lanes);
+                assert_eq!(wat.contains(&shl), c != 6, "{ty} * {c}:\n{wat}");
+            }
+            batch.push(run_pattern(&module, ty, ty, n, "v128"));
         }
     }
     check_cases(&batch);

@@ -254,6 +254,7 @@ fn random_vector_expressions_agree() {
             params: &[],
             threads: 0,
             runs: 1,
+            query: false,
         })
         .collect();
     let outputs = run_node_batch(&jobs);

@@ -37,6 +37,11 @@ pub fn abi_to_json(abi: &Abi) -> Value {
         "maxErrorArgs": abi.max_error_args,
         "argsSize": abi.args_size,
         "sharedMemory": abi.shared_memory,
+        "regionSlots": abi.region_slots.as_ref().map(|slots| slots.iter().map(|s| json!({
+            "input": s.input,
+            "dim": s.dim,
+            "offset": s.offset,
+        })).collect::<Vec<_>>()),
     })
 }
 

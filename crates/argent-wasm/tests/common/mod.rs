@@ -114,6 +114,8 @@ pub struct NodeOutput {
     pub heap: (u32, u32, u32),
     pub pages: (u32, u32),
     pub buffers: Vec<Vec<u8>>,
+    /// The argument block's words after the last call.
+    pub args_words: Vec<i32>,
 }
 
 static COUNTER: AtomicUsize = AtomicUsize::new(0);
@@ -134,6 +136,8 @@ pub struct Job<'a> {
     pub threads: usize,
     /// How many times `run` is called (to check for leaks).
     pub runs: u32,
+    /// Call the module's `query` (the bounds query) before the runs.
+    pub query: bool,
 }
 
 /// Runs `compiled` in Node `runs` times with `threads` threads (0 = no
@@ -151,9 +155,26 @@ pub fn run_node(
         params,
         threads,
         runs,
+        query: false,
     }])
     .pop()
     .unwrap()
+}
+
+/// Calls `compiled`'s bounds query in Node with these arguments (the
+/// buffers' bytes are not needed) and returns the argument block after it.
+pub fn query_node(compiled: &CompiledModule, buffers: &[BufData], params: &[u32]) -> Vec<i32> {
+    run_node_batch(&[Job {
+        compiled,
+        buffers,
+        params,
+        threads: 0,
+        runs: 0,
+        query: true,
+    }])
+    .pop()
+    .unwrap()
+    .args_words
 }
 
 /// Runs several jobs in one Node process (starting Node dominates the
@@ -166,10 +187,11 @@ pub fn run_node_batch(jobs: &[Job]) -> Vec<NodeOutput> {
         std::fs::write(&wasm, &job_spec.compiled.bytes).unwrap();
         let abi = &job_spec.compiled.abi;
         let mut job = format!(
-            "wasm {}\nthreads {}\nruns {}\nargs {} {} {}\n",
+            "wasm {}\nthreads {}\nruns {}\nquery {}\nargs {} {} {}\n",
             wasm.display(),
             job_spec.threads,
             job_spec.runs,
+            u8::from(job_spec.query),
             abi.args_size,
             abi.error_args_offset,
             abi.max_error_args
@@ -218,6 +240,7 @@ pub fn run_node_batch(jobs: &[Job]) -> Vec<NodeOutput> {
         heap: (0, 0, 0),
         pages: (0, 0),
         buffers: vec![],
+        args_words: vec![],
     };
     let mut results = Vec::new();
     let mut result = empty();
@@ -246,6 +269,9 @@ pub fn run_node_batch(jobs: &[Job]) -> Vec<NodeOutput> {
                         .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
                         .collect(),
                 );
+            }
+            Some("args_words") => {
+                result.args_words = nums(words).iter().map(|&v| v as i32).collect()
             }
             Some("end") => results.push(std::mem::replace(&mut result, empty())),
             _ => panic!("unexpected output line {line}"),

@@ -6,6 +6,7 @@
 //   wasm PATH
 //   threads N            (0 = unshared memory, no workers)
 //   runs N               (how many times to call run; checks for leaks)
+//   query 0|1            (1: call the bounds query `query` first)
 //   args SIZE ERROR_OFFSET MAX_ERROR_ARGS
 //   buffer OFFSET ELEM_BYTES BYTE_LEN HEX  (then `dim MIN EXTENT STRIDE` lines)
 //   param OFFSET WORD
@@ -15,6 +16,7 @@
 //   heap BEFORE AFTER_FIRST AFTER_LAST   (heap-top word around the runs)
 //   pages AFTER_FIRST AFTER_LAST
 //   buffer HEX           (one per buffer, final contents)
+//   args_words W ...     (the argument block's words at the end)
 
 import { readFileSync, writeFileSync } from 'node:fs';
 import { ARGS_BASE, instantiate } from './runtime.mjs';
@@ -28,6 +30,7 @@ async function runJob(path) {
       case 'wasm': job.wasm = rest[0]; break;
       case 'threads': job.threads = Number(rest[0]); break;
       case 'runs': job.runs = Number(rest[0]); break;
+      case 'query': job.query = rest[0] === '1'; break;
       case 'args': [job.argsSize, job.errorOffset, job.maxErrorArgs] = rest.map(Number); break;
       case 'buffer':
         job.buffers.push({
@@ -66,6 +69,7 @@ async function runJob(path) {
   dv().setUint32(args, heapStart, true);
 
   let status = 0;
+  if (job.query) status = exports.query(args);
   let heapAfterFirst = 0, pagesAfterFirst = 0;
   for (let r = 0; r < job.runs; r++) {
     status = exports.run(args);
@@ -86,6 +90,9 @@ async function runJob(path) {
     const bytes = new Uint8Array(memory.buffer, bases[k], b.byteLen);
     out.push(`buffer ${Buffer.from(bytes).toString('hex')}`);
   });
+  const words = [];
+  for (let k = 0; k < job.argsSize / 4; k++) words.push(dv().getInt32(args + 4 * k, true));
+  out.push(`args_words ${words.join(' ')}`);
   out.push('end');
   // A file rather than stdout: large piped output can be cut short.
   writeFileSync(path + '.out', out.join('\n') + '\n');
