@@ -10,7 +10,7 @@
 //
 // Usage (after scripts/build-web.sh): node bench/runtime-threads.mjs [--runs N]
 //   [--configs 1,2,1p] (1: one thread on shared memory, 2: two threads,
-//   1p: one thread on a private memory) [--into] (write outputs into arrays
+//   1p: one thread on a private memory, 2t: two threads in tiles mode) [--into] (write outputs into arrays
 //   reused across runs instead of new ones) [--size WxH] (default 3072x2048)
 //   [--baseline DIR] (also run every configuration on the runtime built in
 //   DIR, a copy of web/ with its dist/ and pkg/, alternating with this
@@ -66,6 +66,7 @@ const allConfigs = {
   1: { label: "1 thread", options: { threads: 1 } },
   2: { label: "2 threads", options: { threads: 2 } },
   "1p": { label: "1 thread, sharedMemory: false", options: { threads: 1, sharedMemory: false } },
+  "2t": { label: "2 threads, tiles mode (sharedMemory: false)", options: { threads: 2, sharedMemory: false } },
 };
 const configsAt = process.argv.indexOf("--configs");
 const configs = (configsAt > 0 ? process.argv[configsAt + 1] : "1,2,1p").split(",").map((key) => allConfigs[key]);
