@@ -268,19 +268,6 @@ fn broadcast_const(e: &Expr) -> Option<i64> {
     }
 }
 
-/// The other operand and `k` when one operand of a product is the
-/// constant `2^k` with `k >= 1`.
-fn power_of_two_factor<'e>(a: &'e Expr, b: &'e Expr) -> Option<(&'e Expr, i32)> {
-    let power = |e: &Expr| {
-        broadcast_const(e)
-            .filter(|&c| c > 1 && (c as u64).is_power_of_two())
-            .map(|c| c.trailing_zeros() as i32)
-    };
-    power(b)
-        .map(|k| (a, k))
-        .or_else(|| power(a).map(|k| (b, k)))
-}
-
 /// `value` if `e` is an exact widening cast of it to a type at least twice
 /// as wide.
 fn exact_widening(e: &Expr) -> Option<&Expr> {
@@ -2031,14 +2018,6 @@ impl FnBuilder<'_> {
                     return Ok(self.div_mod_by_const(&av, c, op == BinOp::Div, t));
                 }
                 return Err(VErr::Unsupported);
-            }
-            // Multiplying by a power of two is a shift, exact in wrapping
-            // arithmetic. Engines emit `i32x4.mul` and `i16x8.mul` as
-            // multiplies whatever the operand (several cycles of latency on
-            // one port); the 5-tap gaussian's `4 * x` taps are shifts.
-            BinOp::Mul if !float && let Some((x, k)) = power_of_two_factor(a, b) => {
-                let xv = self.vexpr(x, operand_hint)?;
-                return Ok(self.map_shift(&xv, shift_instr(true, bits, signed), k));
             }
             // Division by a power of two is multiplication by its exact
             // reciprocal: both round the same real number, so the results

@@ -705,51 +705,6 @@ fn vector_shifts_by_constants() {
     check_cases(&batch);
 }
 
-/// Products by a power of two, which the backend shifts (`x * 4` and
-/// `4 * x`, up to the type's top bit): the shift must wrap exactly as the
-/// product does, at the type's extremes too; other constants multiply.
-#[test]
-fn vector_products_by_powers_of_two_are_shifts() {
-    let mut batch = Vec::new();
-    for ty in [
-        Type::U8,
-        Type::I8,
-        Type::U16,
-        Type::I16,
-        Type::U32,
-        Type::I32,
-    ] {
-        let lanes = 128 / ty.bits as u16;
-        let n = 2 * lanes as usize;
-        let top = 1i64 << (ty.bits - 1);
-        for (c, constant_first) in [
-            (2, false),
-            (4, true),
-            (8, false),
-            (top, false),
-            (top, true),
-            (6, false),
-        ] {
-            let c = if ty.is_int() && c == top { top / 2 } else { c };
-            let module = elementwise(ty, ty, lanes, |x, _| {
-                let k = Expr::broadcast(Expr::int(ty, c), lanes);
-                if constant_first {
-                    Expr::mul(k, x)
-                } else {
-                    Expr::mul(x, k)
-                }
-            });
-            if ty.bits > 8 {
-                let wat = wasmprinter::print_bytes(compile(&module, &SIMD).unwrap().bytes).unwrap();
-                let shl = format!("i{}x{}.shl", ty.bits, lanes);
-                assert_eq!(wat.contains(&shl), c != 6, "{ty} * {c}:\n{wat}");
-            }
-            batch.push(run_pattern(&module, ty, ty, n, "v128"));
-        }
-    }
-    check_cases(&batch);
-}
-
 fn run_pattern(module: &Module, ty: Type, out_ty: Type, n: usize, instruction: &str) -> Case {
     let wat = wasmprinter::print_bytes(compile(module, &SIMD).unwrap().bytes).unwrap();
     assert!(
