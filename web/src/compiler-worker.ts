@@ -50,11 +50,13 @@ schedule {
   blur_y.tile(x, y, xi, yi, 64, 8).vectorize(xi, 8).parallel(y)
   blur_x.compute_at(blur_y, x).vectorize(x, 8)
 }`;
-// Ten rounds (about 0.2 s of the worker's idle time in Node): a compile of
-// box_blur asked 3 s after the runtime starts took 9-10 ms after ten rounds
-// and 14-17 ms after three, and reached the steady 6 ms within two more
-// compiles rather than eight.
-const WARM_UP_ROUNDS = 10;
+// Forty rounds (about 0.5 s of the worker's idle time in Node), which V8
+// needs to optimise the compiler's hot functions now that a compile is
+// cheaper: in the page, box_blur's first nine compiles after the warm-up
+// have a median of 4.1-4.6 ms after forty rounds and 6.6-11.8 ms after
+// ten (`node bench/page-compile.mjs --warm box_blur`); the first one is
+// 10-12 ms either way.
+const WARM_UP_ROUNDS = 40;
 
 /** Set by the first compile or check: the warm-up then stops. */
 let asked = false;
