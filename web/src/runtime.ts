@@ -975,33 +975,37 @@ export class Pipeline {
     const copied: number[] = [];
     /** Input bytes sent to each strip's worker. */
     const inputBytes: number[] = [];
+    const shapes = Array.from({ length: strips }, (_, k) => {
+      const first = Math.floor((rows * k) / strips);
+      const count = Math.floor((rows * (k + 1)) / strips) - first;
+      return prepared.buffers.map((b): RunBuffer => {
+        if (this.abi.buffers[b.index].role !== "output") return { ...b, bytes: undefined };
+        const d = splitDim(b);
+        const mins = b.mins.slice();
+        const extents = b.extents.slice();
+        mins[d] = first;
+        extents[d] = count;
+        return { ...b, mins, extents, elements: (b.elements / rows) * count, bytes: undefined };
+      });
+    });
+    // The module's bounds query says which rows of each input a strip
+    // reads: only those travel (the descriptor keeps the whole image's
+    // size, which the algorithm sees). Every strip is asked before any is
+    // sent, so this thread's copies do not compete with a strip that is
+    // already computing.
+    const rowsRead = await Promise.all(shapes.map((strip, k) => this.queryRows(pool, k, strip, prepared.params)));
     const replies = await Promise.all(
-      Array.from({ length: strips }, async (_, k) => {
-        const first = Math.floor((rows * k) / strips);
-        const count = Math.floor((rows * (k + 1)) / strips) - first;
-        const shapes = prepared.buffers.map((b) => {
-          if (this.abi.buffers[b.index].role !== "output") return { ...b, bytes: undefined };
-          const d = splitDim(b);
-          const mins = b.mins.slice();
-          const extents = b.extents.slice();
-          mins[d] = first;
-          extents[d] = count;
-          return { ...b, mins, extents, elements: (b.elements / rows) * count, bytes: undefined };
-        });
-        // The module's bounds query says which rows of each input the
-        // strip reads: only those travel (the descriptor keeps the whole
-        // image's size, which the algorithm sees).
-        const rowsRead = await this.queryRows(pool, k, shapes, prepared.params);
+      shapes.map((strip, k) => {
         const copyStarted = performance.now();
         const transfer: ArrayBuffer[] = [];
         let sent = 0;
         const buffers: RunBuffer[] = prepared.buffers.map((b, i) => {
-          if (!b.bytes) return shapes[i];
-          const [from, to] = rowsRead?.get(b.index) ?? [0, b.bytes.byteLength];
+          if (!b.bytes) return strip[i];
+          const [from, to] = rowsRead[k]?.get(b.index) ?? [0, b.bytes.byteLength];
           const bytes = b.bytes.slice(from, to);
           transfer.push(bytes.buffer);
           sent += bytes.byteLength;
-          return { ...shapes[i], bytes, byteOffset: from };
+          return { ...strip[i], bytes, byteOffset: from };
         });
         copied[k] = performance.now() - copyStarted;
         inputBytes[k] = sent;
