@@ -172,10 +172,16 @@ impl FnBuilder<'_> {
             }
             Stmt::Assert { kind, args, .. } => {
                 if let AssertKind::InputTooSmall { input, dim, .. } = kind {
+                    // `region_checks` walked the same prefix, so every
+                    // check here has its slot; a miss is a backend bug.
                     let slot = slots
                         .iter()
                         .find(|slot| slot.input == *input && slot.dim == *dim)
-                        .expect("every region check has a slot");
+                        .ok_or_else(|| {
+                            CodegenError::Invalid(format!(
+                                "the bounds query has no slot for {input} dimension {dim}"
+                            ))
+                        })?;
                     self.widen_slot(slot.offset, &args[0], true)?;
                     self.widen_slot(slot.offset + 4, &args[1], false)?;
                 }
