@@ -238,7 +238,8 @@ fn loads_from(e: &Expr, buffer: &str) -> bool {
     f.1
 }
 
-fn has_load(e: &Expr) -> bool {
+/// Whether `e` loads from any buffer.
+pub(crate) fn has_load(e: &Expr) -> bool {
     struct Finder(bool);
     impl Visitor for Finder {
         fn visit_expr(&mut self, e: &Expr) {

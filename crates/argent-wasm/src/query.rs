@@ -22,9 +22,9 @@
 //! in that prefix (so no read escapes it) and the prefix reads no memory.
 
 use crate::CodegenError;
-use crate::emit::FnBuilder;
-use argent_ir::visit::{Visitor, walk_expr, walk_stmt};
-use argent_ir::{AssertKind, Expr, ExprKind, Stmt};
+use crate::emit::{FnBuilder, has_load};
+use argent_ir::visit::{Visitor, walk_stmt};
+use argent_ir::{AssertKind, Expr, Stmt};
 use wasm_encoder::{Instruction as I, ValType};
 
 /// Where a query leaves the region of one input dimension: the smallest
@@ -69,11 +69,11 @@ fn prefix_checks(s: &Stmt, count: &mut usize, slots: &mut Vec<(String, usize)>) 
             true
         }
         Stmt::LetStmt { value, body, .. } => {
-            !loads(value) && value.ty().is_scalar() && prefix_checks(body, count, slots)
+            !has_load(value) && value.ty().is_scalar() && prefix_checks(body, count, slots)
         }
         Stmt::Assert { kind, args, .. } => {
             if let AssertKind::InputTooSmall { input, dim, .. } = kind {
-                if args.len() < 2 || args[..2].iter().any(|a| loads(a) || !a.ty().is_scalar()) {
+                if args.len() < 2 || args[..2].iter().any(|a| has_load(a) || !a.ty().is_scalar()) {
                     return false;
                 }
                 *count += 1;
@@ -114,23 +114,6 @@ fn count_region_checks(s: &Stmt) -> usize {
     let mut c = Count(0);
     c.visit_stmt(s);
     c.0
-}
-
-fn loads(e: &Expr) -> bool {
-    struct Find(bool);
-    impl Visitor for Find {
-        fn visit_expr(&mut self, e: &Expr) {
-            if matches!(e.kind(), ExprKind::Load { .. }) {
-                self.0 = true;
-            }
-            if !self.0 {
-                walk_expr(self, e);
-            }
-        }
-    }
-    let mut f = Find(false);
-    f.visit_expr(e);
-    f.0
 }
 
 impl FnBuilder<'_> {

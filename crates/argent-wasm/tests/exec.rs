@@ -415,17 +415,23 @@ fn failed_assert_reports_which_and_its_arguments() {
     assert_eq!(out.status, 0);
 }
 
+/// `examples/NAME.ag` lowered under its own schedule.
+fn lowered_example(name: &str) -> Module {
+    let path = format!("{}/../../examples/{name}.ag", env!("CARGO_MANIFEST_DIR"));
+    let source = std::fs::read_to_string(&path).expect("the example exists");
+    let pipeline = argent_lang::compile(&source).expect("the pipeline compiles");
+    argent_lower::lower::lower(&pipeline, &Default::default())
+        .expect("it lowers")
+        .module
+}
+
 /// A two-dimensional input whose rows are not contiguous (every other u16
 /// of a wider array, as one channel of interleaved data would be): the
 /// lowered box blur reads 2-D buffers as dense rows, so its module refuses
 /// the layout by name before touching the output, and runs the dense one.
 #[test]
 fn a_two_dimensional_buffer_must_be_dense_in_x() {
-    let path = format!("{}/../../examples/box_blur.ag", env!("CARGO_MANIFEST_DIR"));
-    let source = std::fs::read_to_string(&path).expect("the example exists");
-    let pipeline = argent_lang::compile(&source).expect("the pipeline compiles");
-    let lowered = argent_lower::lower::lower(&pipeline, &Default::default()).expect("it lowers");
-    let compiled = compile(&lowered.module, &SIMD).unwrap();
+    let compiled = compile(&lowered_example("box_blur"), &SIMD).unwrap();
     let (w, h) = (40, 12);
     let output = || BufData {
         bytes: vec![0; 2 * w * h],
@@ -464,13 +470,10 @@ fn a_two_dimensional_buffer_must_be_dense_in_x() {
 /// (`repeat_edge`), and the whole width. The query needs no pixels.
 #[test]
 fn bounds_query_reports_the_rows_a_strip_reads() {
-    let path = format!("{}/../../examples/box_blur.ag", env!("CARGO_MANIFEST_DIR"));
-    let source = std::fs::read_to_string(&path).expect("the example exists");
-    let pipeline = argent_lang::compile(&source).expect("the pipeline compiles");
-    let lowered = argent_lower::lower::lower(&pipeline, &Default::default()).expect("it lowers");
+    let module = lowered_example("box_blur");
     let (w, h) = (300, 100);
     for options in [SIMD, SCALAR] {
-        let compiled = compile(&lowered.module, &options).unwrap();
+        let compiled = compile(&module, &options).unwrap();
         let slots = compiled
             .abi
             .region_slots
