@@ -113,6 +113,67 @@ impl Affine {
     }
 }
 
+/// [`simplify`], then a subtracted expression moved into a `min` or `max`
+/// of the sum one of whose operands it equals up to a constant:
+/// `min(x, y + c) - y` becomes `min(x - y, c)` (for `max`, for either
+/// operand, and for a subtracted `min` too), as Halide's simplifier does.
+/// The height of a clamped footprint, `min(y + 1, y_max) - y + 5` in a
+/// consumer unrolled by two rows, then has the constant bound 6.
+///
+/// Only storage folding asks for it. In the simplifier at large, the
+/// simpler extents let `partition_loops` split more loops: camera_pipe's
+/// IR after partitioning grew from 21 to 31 thousand nodes, and its
+/// compile took half as long again.
+/// Index arithmetic is assumed not to overflow, as everywhere in lowering.
+pub fn simplify_cancelling_min_max(e: &Expr) -> Expr {
+    let e = simplify(e);
+    if !is_index_type(e.ty()) {
+        return e;
+    }
+    cancel_into_min_max(affine_of(&e)).to_expr(e.ty())
+}
+
+fn cancel_into_min_max(f: Affine) -> Affine {
+    for (s, m) in f.terms.values() {
+        if *s != 1 && *s != -1 {
+            continue;
+        }
+        let ExprKind::Binary {
+            op: op @ (BinOp::Min | BinOp::Max),
+            a,
+            b,
+        } = m.kind()
+        else {
+            continue;
+        };
+        for (arm, other) in [(b, a), (a, b)] {
+            let arm = affine_of(arm);
+            // Every atom of the arm must appear in the sum with the
+            // opposite sign, so that subtracting it cancels them.
+            if arm.terms.is_empty()
+                || !arm.terms.iter().all(|(k, (c, _))| {
+                    f.terms
+                        .get(k)
+                        .is_some_and(|(fc, _)| *fc == c.wrapping_mul(-*s))
+                })
+            {
+                continue;
+            }
+            let mut atoms = arm.clone();
+            atoms.constant = 0;
+            let other = simplify_binary(BinOp::Sub, other.clone(), atoms.to_expr(Type::I32));
+            let folded = simplify_binary(*op, other, Expr::int(Type::I32, arm.constant));
+            let s = *s;
+            return f
+                .clone()
+                .add(Affine::atom(m.clone()), -s)
+                .add(atoms, s)
+                .add(affine_of(&folded), s);
+        }
+    }
+    f
+}
+
 fn is_index_type(ty: Type) -> bool {
     ty == Type::I32
 }
@@ -1649,6 +1710,32 @@ mod tests {
         // rather than becoming the nearest limit.
         assert_eq!(const_bounds(&clamp(0, 3), 5, 4), (Some(3), Some(2)));
         assert_eq!(const_bounds(&clamp(0, 3), 2, 1), (Some(2), Some(1)));
+    }
+
+    /// The height of a footprint two clamped rows tall: the subtracted
+    /// clamp moves into the `min` whose operand it is, up to a constant,
+    /// leaving a constant bound.
+    #[test]
+    fn a_subtracted_operand_moves_into_its_min() {
+        let (y, m, n) = (Expr::var_i32("y"), Expr::var_i32("m"), Expr::var_i32("n"));
+        let clamp = |v: Expr| Expr::max(Expr::min(v, m.clone()), n.clone());
+        let lo = clamp(y.clone());
+        let hi = Expr::min(
+            clamp(Expr::add(y.clone(), Expr::i32(1))),
+            Expr::add(lo.clone(), Expr::i32(1)),
+        );
+        let height = Expr::add(Expr::sub(hi.clone(), lo.clone()), Expr::i32(5));
+        assert_eq!(const_upper_bound(&simplify(&height)), None);
+        let cancelled = simplify_cancelling_min_max(&height);
+        assert_eq!(
+            cancelled.to_string(),
+            "(min((max(min((y + 1), m), n) - max(min(y, m), n)), 1) + 5)"
+        );
+        assert_eq!(const_upper_bound(&cancelled), Some(6));
+        // The same with a subtracted `max` and the other operand.
+        let low = Expr::max(Expr::sub(lo.clone(), Expr::i32(2)), y.clone());
+        let depth = simplify_cancelling_min_max(&Expr::sub(lo.clone(), low));
+        assert_eq!(depth.to_string(), "(0 - max((y - max(min(y, m), n)), -2))");
     }
 
     /// Euclidean quotients and remainders: of single points they are single

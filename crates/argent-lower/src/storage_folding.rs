@@ -3,7 +3,10 @@
 //! iteration touches. Its storage becomes a circular buffer of that many
 //! rows (rounded up to a power of two), indexed modulo the fold.
 
-use crate::arith::{Monotonic, Scope, bounds_of_expr, const_upper_bound, monotonic, simplify};
+use crate::arith::{
+    Monotonic, Scope, bounds_of_expr, const_upper_bound, monotonic, simplify,
+    simplify_cancelling_min_max,
+};
 use crate::bounds_inference::box_touched;
 use crate::error::LowerError;
 use crate::schedule_tree::{Level, ScheduleTree};
@@ -96,7 +99,10 @@ impl Folder<'_> {
             if !expr_uses_var(lo, self.loop_var) && !expr_uses_var(hi, self.loop_var) {
                 continue;
             }
-            let extent = simplify(&Expr::add(Expr::sub(hi.clone(), lo.clone()), Expr::i32(1)));
+            let extent = simplify_cancelling_min_max(&Expr::add(
+                Expr::sub(hi.clone(), lo.clone()),
+                Expr::i32(1),
+            ));
             let height = bounds_of_expr(&extent, &mut Scope::default())
                 .max
                 .and_then(|m| const_upper_bound(&m))

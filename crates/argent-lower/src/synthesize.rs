@@ -318,7 +318,19 @@ pub fn stage_loop_nest(f: &Func, band: &StageBand) -> Result<Stmt, LowerError> {
                 } else {
                     start
                 };
+                // A factor that divides a constant extent leaves no tail:
+                // every point of the split loops is in range, so the value
+                // needs neither a guard nor a clamp (Halide treats such
+                // splits as exact too). Without the clamp, bounds inference
+                // and storage folding see the footprint of one iteration as
+                // a constant height (`split(yi, yi, yii, 2)` inside a strip
+                // of 128 rows).
+                let exact = matches!(
+                    (crate::arith::const_int(&e), crate::arith::const_int(factor)),
+                    (Some(extent), Some(f)) if f > 0 && extent % f == 0
+                );
                 let value = match tail {
+                    _ if exact => Expr::add(offset, m),
                     TailStrategy::ShiftInwards => Expr::add(
                         Expr::add(Expr::min(start, Expr::sub(e.clone(), factor.clone())), i),
                         m.clone(),
