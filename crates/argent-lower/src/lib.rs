@@ -23,6 +23,7 @@ pub mod hoist_invariants;
 pub mod interleave_stores;
 pub mod partition_loops;
 pub mod specialize_strides;
+pub mod trim_no_ops;
 pub mod unroll;
 pub mod vectorize;
 pub mod verify;

@@ -27,6 +27,7 @@ pub const PASSES: &[&str] = &[
     "partition_loops",
     "flatten",
     "unroll",
+    "trim_no_ops",
     "vectorize",
     "specialize_strides",
     "simplify",
@@ -268,6 +269,8 @@ pub fn lower(pipeline: &Pipeline, options: &LowerOptions) -> Result<Lowered, Low
     rec.record("flatten", &s)?;
     let s = crate::unroll::unroll(&s);
     rec.record("unroll", &s)?;
+    let s = crate::trim_no_ops::trim_no_ops(&s);
+    rec.record("trim_no_ops", &s)?;
     let s = crate::vectorize::vectorize(&s);
     rec.record("vectorize", &s)?;
     // Dense-innermost-stride version of the body (vec engineer's pass).

@@ -60,7 +60,7 @@ impl Stage {
             "synthesize" => Stage::Synthesized,
             "bounds_inference" | "sliding_window" => Stage::Bounded,
             "flatten" => Stage::Flattened,
-            "unroll" => Stage::Unrolled,
+            "unroll" | "trim_no_ops" => Stage::Unrolled,
             "vectorize" | "specialize_strides" | "simplify" | "interleave_stores" | "cse"
             | "hoist_invariants" => Stage::Vectorized,
             _ => Stage::Realized,

@@ -61,63 +61,63 @@ fn box_blur_steady_state_is_v128_without_clamps() {
     let wat = example_wat("box_blur.ag");
     expect![[r#"
         2 steady-state loops; the first:
-        local.get 613
+        local.get 632
         i32.const 8
         i32.mul
         local.get 9
         i32.add
-        local.get 594
+        local.get 613
         i32.add
-        local.get 612
+        local.get 631
         i32.add
         local.get 2
         i32.sub
-        local.set 633
-        local.get 635
+        local.set 652
+        local.get 654
         v128.load align=1
-        local.set 631
-        local.get 635
+        local.set 650
+        local.get 654
         v128.load offset=2 align=1
-        local.set 630
-        local.get 631
-        local.get 630
+        local.set 649
+        local.get 650
+        local.get 649
         i16x8.add
-        local.set 629
-        local.get 635
+        local.set 648
+        local.get 654
         v128.load offset=4 align=1
-        local.set 388
-        local.get 629
-        local.get 388
+        local.set 357
+        local.get 648
+        local.get 357
         i16x8.add
-        local.set 387
-        local.get 387
-        local.get 641
+        local.set 389
+        local.get 389
+        local.get 660
         i32x4.extmul_low_i16x8_u
         i32.const 17
         i32x4.shr_u
-        local.get 387
-        local.get 641
+        local.get 389
+        local.get 660
         i32x4.extmul_high_i16x8_u
         i32.const 17
         i32x4.shr_u
         i16x8.narrow_i32x4_u
-        local.set 386
-        local.get 637
-        local.get 386
+        local.set 388
+        local.get 656
+        local.get 388
         v128.store offset=512 align=1
-        local.get 637
+        local.get 656
         i32.const 16
         i32.add
-        local.set 637
-        local.get 635
+        local.set 656
+        local.get 654
         i32.const 16
         i32.add
-        local.set 635
-        local.get 613
+        local.set 654
+        local.get 632
         i32.const 1
         i32.add
-        local.tee 613
-        local.get 639
+        local.tee 632
+        local.get 658
         i32.lt_s
         br_if 0 (;@8;)"#]]
     .assert_eq(&steady_loops(&wat));
