@@ -633,10 +633,14 @@ const LIBRARY_WORKLOADS = [
   // The sums are at most 256 * 65535, so the rounded result always fits in
   // u16: `sat_u16` is the same function as `u16` here, and it compiles to
   // one unsigned narrow (the shift clears the sign bit), where a wrapping
-  // cast masks each half first. Strips of 128 rows recompute the
-  // horizontal pass's 4 extra rows a quarter as often as strips of 32
-  // (execute on 2 threads, medians of 41 alternating runs: 32 rows 1.80
-  // ms, 64 rows 1.72, 128 rows 1.67, 256 rows 1.69).
+  // cast masks each half first. Strips of 128 rows in parallel, each
+  // computing its horizontal pass whole (132 rows of blur_x, 1.6 MB) before
+  // its vertical pass: on this machine that beat a sliding window over the
+  // strip folded into 8 rows (the session-9 schedule), with one or more
+  // output rows per step, and smaller strips, which recompute the 4 extra
+  // rows more often (execute on 2 threads, medians of 41 alternating runs,
+  // `node bench/schedule-ab.mjs --channels 1 bench/schedules/gaussian_u16_*.ag`
+  // and BENCHMARKS.md, session 10).
   {
     workload: "gaussian 5x5 3072x2048 u16",
     layout: "gray u16",
@@ -651,7 +655,7 @@ out(x, y) = sat_u16((blur_y(x, y) + 128) >> 8)
 output out
 schedule {
   out.split(y, yo, yi, 128).vectorize(x, 8).parallel(yo)
-  blur_x.store_at(out, yo).compute_at(out, yi).vectorize(x, 8)
+  blur_x.compute_at(out, yo).vectorize(x, 8)
 }`,
   },
   {

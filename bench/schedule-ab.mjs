@@ -1,0 +1,73 @@
+// An A/B of schedules: compiles each pipeline file in one runtime and runs
+// them in turn, round after round, on the same deterministic image, so the
+// machine's load weighs on all alike. Prints each file's median and best
+// `execute` (the generated code on all threads) and checks that every
+// output equals the first file's, bit for bit.
+//
+// Usage (after scripts/build-web.sh):
+//   node bench/schedule-ab.mjs [--threads N] [--rounds N] [--size WxH] [--channels C] A.ag B.ag ...
+// The image is u8 or u16 after the first file's input; a 2-D input ignores
+// --channels. Defaults: 2 threads, 41 rounds, 3072x2048, 3 channels.
+import { readFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+const repo = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const argent = await import(pathToFileURL(join(repo, "web", "dist", "index.js")).href);
+const args = process.argv.slice(2);
+const option = (name, fallback) => {
+  const at = args.indexOf(name);
+  if (at < 0) return fallback;
+  const value = args[at + 1];
+  args.splice(at, 2);
+  return value;
+};
+const threads = Number(option("--threads", "2"));
+const rounds = Number(option("--rounds", "41"));
+const [W, H] = option("--size", "3072x2048").split("x").map(Number);
+const channels = Number(option("--channels", "3"));
+const files = args;
+if (files.length === 0) throw new Error("usage: node bench/schedule-ab.mjs [options] A.ag B.ag ...");
+
+const runtime = await argent.createRuntime({ threads });
+try {
+  const pipelines = [];
+  for (const file of files) pipelines.push(await runtime.compile(readFileSync(file, "utf8")));
+  const input = pipelines[0].inputs[0];
+  const planes = input.dims.length > 2 ? channels : 1;
+  const Array_ = input.type === "u16" ? Uint16Array : Uint8Array;
+  const data = new Array_(W * H * planes);
+  let s = 12345;
+  for (let i = 0; i < data.length; i++) {
+    s ^= s << 13;
+    s ^= s >>> 17;
+    s ^= s << 5;
+    data[i] = s >>> 0;
+  }
+  const image = { data, width: W, height: H, channels: planes };
+  const times = files.map(() => []);
+  let reference = null;
+  for (let round = 0; round < rounds + 3; round++) {
+    for (const [i, pipeline] of pipelines.entries()) {
+      const output = pipeline.outputs[0];
+      const outputSize = { width: W, height: H, ...(output.dims.length > 2 ? { channels: planes } : {}) };
+      const result = await pipeline.run({ inputs: { [input.name]: image }, outputSize });
+      const pixels = result.outputs[output.name].data;
+      if (round === 0) {
+        if (i === 0) reference = pixels;
+        else if (pixels.length !== reference.length || pixels.some((v, k) => v !== reference[k])) {
+          throw new Error(`${files[i]} computes another image than ${files[0]}`);
+        }
+      }
+      // The first rounds let V8 tier up and the memory grow.
+      if (round >= 3) times[i].push(result.timings.execute);
+    }
+  }
+  const median = (v) => [...v].sort((a, b) => a - b)[v.length >> 1];
+  console.log(`${W}x${H}, ${threads} thread(s), ${runtime.mode}, medians of ${rounds} alternating runs (execute ms):`);
+  for (const [i, file] of files.entries()) {
+    console.log(`  ${file}: ${median(times[i]).toFixed(3)} (best ${Math.min(...times[i]).toFixed(3)})`);
+  }
+} finally {
+  runtime.dispose();
+}
