@@ -172,6 +172,15 @@ fn split_gather_index(index: &Expr) -> (Expr, Option<Expr>) {
     (lanes, scalar)
 }
 
+/// A load index whose clamped ramp was taken away, and the clamp's bounds
+/// and ramp start (see [`FnBuilder::unclamped_index`]).
+struct Unclamped {
+    dense: Expr,
+    lo: Expr,
+    hi: Expr,
+    first: Expr,
+}
+
 /// A vector value computed earlier in the current statement.
 pub(crate) struct CachedVector {
     expr: Expr,
@@ -1432,66 +1441,80 @@ impl FnBuilder<'_> {
                     let v = self.splat_scalar(&scalar, *lanes, elem_bits)?;
                     return self.finish_load(v, buf.ty, mask_bits);
                 }
-                // A gather: vector indices, one load per lane straight into
-                // its lane. Broadcast terms of the index are added to the
-                // base address once rather than to every lane.
-                let neighbour =
-                    if elem_bits == 32 && ty.lanes.is_multiple_of(4) && self.vector_cache.is_some()
-                    {
-                        self.gather_neighbour(e, buffer, index)
-                            .filter(|g| self.cached_vector(g, 0).is_none())
-                    } else {
-                        None
-                    };
-                let (lanes_index, scalar) = split_gather_index(&self.expand_sum(index, 3));
-                let idx = self.vexpr(&lanes_index, 32)?;
-                if idx.lane_bits != 32 {
-                    return Err(VErr::Unsupported);
+                if !buf.ty.is_bool()
+                    && let Some(unclamped) = self.unclamped_index(index, ty.lanes)
+                {
+                    return self.versioned_load(e, buffer, index, unclamped, mask_bits);
                 }
-                let shift = bytes.trailing_zeros() as i32;
-                let base = match scalar {
-                    Some(scalar) => self.gather_base(&buf, &scalar, shift)?,
-                    None => buf.base,
-                };
-                if let Some(neighbour) = neighbour {
-                    return self.paired_gather(&idx, base, ty.lanes, &neighbour);
-                }
-                let mut parts = Vec::new();
-                for j in 0..n {
-                    let lanes_here = (ty.lanes as usize - j * per).min(per);
-                    let part = self.v128_local();
-                    for k in 0..lanes_here {
-                        self.emit(I::LocalGet(base));
-                        self.lane_offset(&idx, (j * per + k) as u16, shift);
-                        self.emit(I::I32Add);
-                        let m = mem(0, shift as u32);
-                        if k == 0 {
-                            // The first lane fills the register.
-                            self.emit(match elem_bits {
-                                32 => I::V128Load32Splat(m),
-                                16 => I::V128Load16Splat(m),
-                                _ => I::V128Load8Splat(m),
-                            });
-                        } else {
-                            self.emit(I::LocalGet(part));
-                            let lane = k as u8;
-                            self.emit(match elem_bits {
-                                32 => I::V128Load32Lane { memarg: m, lane },
-                                16 => I::V128Load16Lane { memarg: m, lane },
-                                _ => I::V128Load8Lane { memarg: m, lane },
-                            });
-                        }
-                        self.emit(I::LocalSet(part));
-                    }
-                    parts.push(part);
-                }
-                let v = VecVal {
-                    parts,
-                    lane_bits: elem_bits,
-                    lanes: ty.lanes,
-                };
-                return self.finish_load(v, buf.ty, mask_bits);
+                return self.gather(e, buffer, index, mask_bits);
             }
+        }
+        let v = VecVal {
+            parts,
+            lane_bits: elem_bits,
+            lanes: ty.lanes,
+        };
+        self.finish_load(v, buf.ty, mask_bits)
+    }
+
+    /// Loads a vector with vector indices: one load per lane straight into
+    /// its lane. Broadcast terms of the index are added to the base address
+    /// once rather than to every lane.
+    fn gather(&mut self, e: &Expr, buffer: &str, index: &Expr, mask_bits: u8) -> VResult<VecVal> {
+        let buf = self.buffer(buffer)?;
+        let ty = e.ty();
+        let elem_bits = if buf.ty.is_bool() { 8 } else { buf.ty.bits };
+        let bytes = elem_bits as usize / 8;
+        let per = lanes_per_part(elem_bits) as usize;
+        let n = part_count(ty.lanes, elem_bits);
+        let neighbour =
+            if elem_bits == 32 && ty.lanes.is_multiple_of(4) && self.vector_cache.is_some() {
+                self.gather_neighbour(e, buffer, index)
+                    .filter(|g| self.cached_vector(g, 0).is_none())
+            } else {
+                None
+            };
+        let (lanes_index, scalar) = split_gather_index(&self.expand_sum(index, 3));
+        let idx = self.vexpr(&lanes_index, 32)?;
+        if idx.lane_bits != 32 {
+            return Err(VErr::Unsupported);
+        }
+        let shift = bytes.trailing_zeros() as i32;
+        let base = match scalar {
+            Some(scalar) => self.gather_base(&buf, &scalar, shift)?,
+            None => buf.base,
+        };
+        if let Some(neighbour) = neighbour {
+            return self.paired_gather(&idx, base, ty.lanes, &neighbour);
+        }
+        let mut parts = Vec::new();
+        for j in 0..n {
+            let lanes_here = (ty.lanes as usize - j * per).min(per);
+            let part = self.v128_local();
+            for k in 0..lanes_here {
+                self.emit(I::LocalGet(base));
+                self.lane_offset(&idx, (j * per + k) as u16, shift);
+                self.emit(I::I32Add);
+                let m = mem(0, shift as u32);
+                if k == 0 {
+                    // The first lane fills the register.
+                    self.emit(match elem_bits {
+                        32 => I::V128Load32Splat(m),
+                        16 => I::V128Load16Splat(m),
+                        _ => I::V128Load8Splat(m),
+                    });
+                } else {
+                    self.emit(I::LocalGet(part));
+                    let lane = k as u8;
+                    self.emit(match elem_bits {
+                        32 => I::V128Load32Lane { memarg: m, lane },
+                        16 => I::V128Load16Lane { memarg: m, lane },
+                        _ => I::V128Load8Lane { memarg: m, lane },
+                    });
+                }
+                self.emit(I::LocalSet(part));
+            }
+            parts.push(part);
         }
         let v = VecVal {
             parts,
@@ -1557,26 +1580,257 @@ impl FnBuilder<'_> {
                 let b = self.expand_sum(b, depth);
                 Expr::binary(*op, a, b)
             }
-            ExprKind::Var(name) if depth > 0 => {
-                let Some(Binding::Vector(v)) = self.lookup(name) else {
-                    return e.clone();
-                };
-                let found = self
-                    .let_values
-                    .iter()
-                    .rev()
-                    .find(|(n, id, _, _)| n == name && *id == v.parts[0]);
-                match found {
-                    Some((_, _, value, deps))
-                        if deps.iter().all(|(n, id)| self.local_binding(n) == *id) =>
-                    {
-                        self.expand_sum(value, depth - 1)
-                    }
-                    _ => e.clone(),
-                }
-            }
+            ExprKind::Var(_) if depth > 0 => match self.vector_let_value(e) {
+                Some(value) => self.expand_sum(&value, depth - 1),
+                None => e.clone(),
+            },
             _ => e.clone(),
         }
+    }
+
+    /// The value of the let-bound vector variable `e`, when it still means
+    /// what it meant at its let.
+    fn vector_let_value(&self, e: &Expr) -> Option<Expr> {
+        let ExprKind::Var(name) = e.kind() else {
+            return None;
+        };
+        let Some(Binding::Vector(v)) = self.lookup(name) else {
+            return None;
+        };
+        let (_, _, value, deps) = self
+            .let_values
+            .iter()
+            .rev()
+            .find(|(n, id, _, _)| n == name && *id == v.parts[0])?;
+        deps.iter()
+            .all(|(n, id)| self.local_binding(n) == *id)
+            .then(|| value.clone())
+    }
+
+    /// A load index with exactly one clamped ramp, `max(xN(lo), min(xN(hi),
+    /// ramp(first, 1, N)))` (a boundary condition's `repeat_edge`, in either
+    /// nesting and operand order, with or without `likely`), that is
+    /// otherwise affine in the lanes: a sum of ramps and broadcasts, scaled
+    /// by constants. Returns the index with the clamp taken away when its
+    /// stride is one to four (a dense or interleaved load). Let-bound
+    /// vector variables are seen through.
+    fn unclamped_index(&self, index: &Expr, lanes: u16) -> Option<Unclamped> {
+        let mut clamp = None;
+        let (base, stride) = self.affine_lanes(index, lanes, &mut clamp, 4)?;
+        let (lo, hi, first) = clamp?;
+        (1..=4).contains(&stride).then(|| Unclamped {
+            dense: Expr::ramp(base, Expr::i32(stride), lanes),
+            lo,
+            hi,
+            first,
+        })
+    }
+
+    /// `e` as `ramp(base, stride, lanes)`, reading one clamped ramp (see
+    /// [`FnBuilder::unclamped_index`]) as its ramp and recording its bounds
+    /// in `clamp`. Index arithmetic wraps, so the sum may be regrouped.
+    fn affine_lanes(
+        &self,
+        e: &Expr,
+        lanes: u16,
+        clamp: &mut Option<(Expr, Expr, Expr)>,
+        depth: u32,
+    ) -> Option<(Expr, i64)> {
+        if e.ty() != Type::I32.with_lanes(lanes) {
+            return None;
+        }
+        match e.kind() {
+            ExprKind::Broadcast { value, .. } if value.ty() == Type::I32 => {
+                Some((value.clone(), 0))
+            }
+            ExprKind::Ramp { base, stride, .. } if base.ty() == Type::I32 => {
+                Some((base.clone(), stride.as_int()?))
+            }
+            ExprKind::Binary {
+                op: op @ (BinOp::Add | BinOp::Sub),
+                a,
+                b,
+            } => {
+                let (ba, sa) = self.affine_lanes(a, lanes, clamp, depth)?;
+                let (bb, sb) = self.affine_lanes(b, lanes, clamp, depth)?;
+                let base = match (ba.as_int(), bb.as_int()) {
+                    (_, Some(0)) => ba,
+                    (Some(0), _) if *op == BinOp::Add => bb,
+                    _ => Expr::binary(*op, ba, bb),
+                };
+                let stride = if *op == BinOp::Add {
+                    sa.wrapping_add(sb)
+                } else {
+                    sa.wrapping_sub(sb)
+                };
+                Some((base, stride))
+            }
+            ExprKind::Binary {
+                op: BinOp::Mul,
+                a,
+                b,
+            } => {
+                let constant = |x: &Expr| match x.kind() {
+                    ExprKind::Broadcast { value, .. } => value.as_int(),
+                    _ => None,
+                };
+                let (c, other) = match (constant(a), constant(b)) {
+                    (Some(c), _) => (c, b),
+                    (None, Some(c)) => (c, a),
+                    _ => return None,
+                };
+                let (base, stride) = self.affine_lanes(other, lanes, clamp, depth)?;
+                let base = if c == 1 {
+                    base
+                } else {
+                    Expr::mul(base, Expr::i32(c))
+                };
+                Some((base, stride.checked_mul(c)?))
+            }
+            ExprKind::Binary {
+                op: op @ (BinOp::Min | BinOp::Max),
+                a,
+                b,
+            } if clamp.is_none() => {
+                let found = self.clamped_unit_ramp(*op, a, b, lanes)?;
+                let first = found.2.clone();
+                *clamp = Some(found);
+                Some((first, 1))
+            }
+            ExprKind::Call {
+                target: CallTarget::Intrinsic(Intrinsic::Likely),
+                args,
+            } => self.affine_lanes(&args[0], lanes, clamp, depth),
+            ExprKind::Var(_) if depth > 0 => {
+                self.affine_lanes(&self.vector_let_value(e)?, lanes, clamp, depth - 1)
+            }
+            _ => None,
+        }
+    }
+
+    /// `op(a, b)` as `(lo, hi, first)` when it is `max(xN(lo), min(xN(hi),
+    /// ramp(first, 1, N)))` or `min(xN(hi), max(xN(lo), ...))`, operands
+    /// in either order.
+    fn clamped_unit_ramp(
+        &self,
+        op: BinOp,
+        a: &Expr,
+        b: &Expr,
+        lanes: u16,
+    ) -> Option<(Expr, Expr, Expr)> {
+        let through = |e: &Expr| {
+            let mut e = e.clone();
+            for _ in 0..4 {
+                match e.kind() {
+                    ExprKind::Call {
+                        target: CallTarget::Intrinsic(Intrinsic::Likely),
+                        args,
+                    } => e = args[0].clone(),
+                    ExprKind::Var(_) => match self.vector_let_value(&e) {
+                        Some(value) => e = value,
+                        None => break,
+                    },
+                    _ => break,
+                }
+            }
+            e
+        };
+        // The scalar bound and the other operand.
+        let bound_and_rest = |a: &Expr, b: &Expr| {
+            let (a, b) = (through(a), through(b));
+            let scalar = |e: &Expr| match e.kind() {
+                ExprKind::Broadcast { value, .. } if value.ty() == Type::I32 => Some(value.clone()),
+                _ => None,
+            };
+            match (scalar(&a), scalar(&b)) {
+                (Some(bound), None) => Some((bound, b)),
+                (None, Some(bound)) => Some((bound, a)),
+                _ => None,
+            }
+        };
+        let (outer_bound, inner) = bound_and_rest(a, b)?;
+        let ExprKind::Binary {
+            op: inner_op @ (BinOp::Min | BinOp::Max),
+            a: c,
+            b: d,
+        } = inner.kind()
+        else {
+            return None;
+        };
+        if *inner_op == op {
+            return None;
+        }
+        let (inner_bound, ramp) = bound_and_rest(c, d)?;
+        let (first, stride, n) = constant_stride_ramp(&ramp)?;
+        if stride.as_int() != Some(1) || n != lanes || first.ty() != Type::I32 {
+            return None;
+        }
+        let (lo, hi) = if op == BinOp::Max {
+            (outer_bound, inner_bound)
+        } else {
+            (inner_bound, outer_bound)
+        };
+        Some((lo, hi, first.clone()))
+    }
+
+    /// A load whose index has a clamped ramp (see
+    /// [`FnBuilder::unclamped_index`]): `if (all lanes of the ramp are
+    /// inside its bounds) { dense or interleaved load } else { gather }`.
+    /// Loop partitioning leaves clamps in its boundary pieces (the first
+    /// and last tiles, rows and columns of an image), where most vectors
+    /// are still inside the image, and a gather costs a lane extraction and
+    /// a load per lane.
+    fn versioned_load(
+        &mut self,
+        e: &Expr,
+        buffer: &str,
+        index: &Expr,
+        unclamped: Unclamped,
+        mask_bits: u8,
+    ) -> VResult<VecVal> {
+        let Unclamped {
+            dense,
+            lo,
+            hi,
+            first,
+        } = unclamped;
+        let last = Expr::add(first.clone(), Expr::i32(e.ty().lanes as i64 - 1));
+        self.expr(&Expr::and(Expr::le(lo, first), Expr::le(last, hi)))?;
+        self.emit(I::If(wasm_encoder::BlockType::Empty));
+        let inside = self.in_branch(|b| b.vload(e, buffer, &dense, mask_bits))?;
+        let parts: Vec<u32> = inside.parts.iter().map(|_| self.v128_local()).collect();
+        self.copy_parts(&inside.parts, &parts);
+        self.emit(I::Else);
+        let edge = self.in_branch(|b| b.gather(e, buffer, index, mask_bits))?;
+        if edge.parts.len() != parts.len() || edge.lane_bits != inside.lane_bits {
+            return Err(VErr::Unsupported);
+        }
+        self.copy_parts(&edge.parts, &parts);
+        self.emit(I::End);
+        Ok(VecVal { parts, ..inside })
+    }
+
+    fn copy_parts(&mut self, from: &[u32], to: &[u32]) {
+        for (&f, &t) in from.iter().zip(to) {
+            self.emit(I::LocalGet(f));
+            self.emit(I::LocalSet(t));
+        }
+    }
+
+    /// Runs `f`, which emits one arm of an `if`: what it computes there is
+    /// forgotten afterwards (the scalar and vector caches drop the entries
+    /// it made), since the other arm never computed it.
+    fn in_branch<T>(&mut self, f: impl FnOnce(&mut Self) -> VResult<T>) -> VResult<T> {
+        let vectors = self.vector_cache.as_ref().map(Vec::len);
+        let scalars = self.scalar_cache.as_ref().map(Vec::len);
+        let r = f(self);
+        if let (Some(cache), Some(len)) = (&mut self.vector_cache, vectors) {
+            cache.truncate(len);
+        }
+        if let (Some(cache), Some(len)) = (&mut self.scalar_cache, scalars) {
+            cache.truncate(len);
+        }
+        r
     }
 
     /// Pushes `idx[lane] << shift`, the byte offset of one gather lane. It

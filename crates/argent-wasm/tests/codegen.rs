@@ -634,6 +634,192 @@ fn gather_loads_lanes_in_place_and_adds_broadcast_terms_once() {
 }
 
 #[test]
+fn clamped_ramp_loads_densely_when_every_lane_is_inside() {
+    // out[x..] = in[clamp(x - 1 .., 0, w - 1)] (repeat_edge left in a
+    // boundary piece): one dense load when the vector is inside the image,
+    // the gather (a lane at a time) only at its edges. The results are
+    // checked in exec.rs.
+    let module = clamped_ramp_load(1, 0);
+    check_inner_loop(
+        &module,
+        expect![[r#"
+            i32.const 0
+            local.get 11
+            i32.const 8
+            i32.mul
+            i32.const 1
+            i32.sub
+            i32.le_s
+            local.get 11
+            i32.const 8
+            i32.mul
+            i32.const 1
+            i32.sub
+            i32.const 7
+            i32.add
+            local.get 13
+            i32.le_s
+            i32.and
+            if ;; label = @3
+            local.get 1
+            local.get 11
+            i32.const 8
+            i32.mul
+            i32.const 1
+            i32.sub
+            i32.const 1
+            i32.shl
+            i32.add
+            v128.load align=1
+            local.set 18
+            local.get 18
+            local.set 19
+            else
+            local.get 11
+            i32.const 8
+            i32.mul
+            i32.const 1
+            i32.sub
+            i32x4.splat
+            local.set 20
+            local.get 20
+            v128.const i32x4 0x00000000 0x00000001 0x00000002 0x00000003
+            i32x4.add
+            local.set 21
+            local.get 20
+            v128.const i32x4 0x00000004 0x00000005 0x00000006 0x00000007
+            i32x4.add
+            local.set 22
+            local.get 17
+            local.get 21
+            i32x4.min_s
+            local.set 23
+            local.get 17
+            local.get 22
+            i32x4.min_s
+            local.set 24
+            local.get 16
+            local.get 23
+            i32x4.max_s
+            local.set 25
+            local.get 16
+            local.get 24
+            i32x4.max_s
+            local.set 26
+            local.get 15
+            local.get 25
+            i32x4.mul
+            local.set 27
+            local.get 15
+            local.get 26
+            i32x4.mul
+            local.set 28
+            local.get 1
+            i32.const 0
+            i32.const 1
+            i32.shl
+            i32.add
+            local.set 29
+            local.get 29
+            local.get 27
+            i32x4.extract_lane 0
+            i32.const 1
+            i32.shl
+            local.tee 31
+            i32.add
+            v128.load16_splat
+            local.set 30
+            local.get 29
+            local.get 27
+            i32x4.extract_lane 1
+            i32.const 1
+            i32.shl
+            local.tee 32
+            i32.add
+            local.get 30
+            v128.load16_lane 1
+            local.set 30
+            local.get 29
+            local.get 27
+            i32x4.extract_lane 2
+            i32.const 1
+            i32.shl
+            local.tee 33
+            i32.add
+            local.get 30
+            v128.load16_lane 2
+            local.set 30
+            local.get 29
+            local.get 27
+            i32x4.extract_lane 3
+            i32.const 1
+            i32.shl
+            local.tee 34
+            i32.add
+            local.get 30
+            v128.load16_lane 3
+            local.set 30
+            local.get 29
+            local.get 28
+            i32x4.extract_lane 0
+            i32.const 1
+            i32.shl
+            local.tee 35
+            i32.add
+            local.get 30
+            v128.load16_lane 4
+            local.set 30
+            local.get 29
+            local.get 28
+            i32x4.extract_lane 1
+            i32.const 1
+            i32.shl
+            local.tee 36
+            i32.add
+            local.get 30
+            v128.load16_lane 5
+            local.set 30
+            local.get 29
+            local.get 28
+            i32x4.extract_lane 2
+            i32.const 1
+            i32.shl
+            local.tee 37
+            i32.add
+            local.get 30
+            v128.load16_lane 6
+            local.set 30
+            local.get 29
+            local.get 28
+            i32x4.extract_lane 3
+            i32.const 1
+            i32.shl
+            local.tee 38
+            i32.add
+            local.get 30
+            v128.load16_lane 7
+            local.set 30
+            local.get 30
+            local.set 19
+            end
+            local.get 14
+            local.get 19
+            v128.store align=1
+            local.get 14
+            i32.const 16
+            i32.add
+            local.set 14
+            local.get 11
+            i32.const 1
+            i32.add
+            local.tee 11
+            local.get 12
+            i32.lt_s
+            br_if 0 (;@2;)"#]],
+    );
+}
+
+#[test]
 fn neighbouring_gathers_load_pairs() {
     // out[x..] = a[i] + a[i + 1] with i = idx[x..]: one 64-bit load per
     // lane (four in all) and two shuffles, instead of eight 32-bit loads.

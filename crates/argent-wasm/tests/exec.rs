@@ -207,6 +207,31 @@ fn vectorised_blur_u16() {
 }
 
 #[test]
+fn clamped_ramp_loads_match_reference_inside_and_at_the_edges() {
+    // Images 37 elements wide read by 6 vectors of 8 lanes from x - 1:
+    // the first vector reads below 0, the fifth and sixth above 36, the
+    // others are inside (dense loads); plain and as channel 2 of 3.
+    for (k, c) in [(1, 0), (3, 2), (4, 1)] {
+        let w = 37;
+        let input = random_bytes(2 * (k * w) as usize, 11);
+        let out = check_against_reference(
+            &clamped_ramp_load(k, c),
+            &[typed(input.clone(), 2), typed(vec![0; 2 * 48], 2)],
+            &[V::I(w), V::I(6)],
+        );
+        let v: Vec<u16> = input
+            .chunks(2)
+            .map(|b| u16::from_le_bytes([b[0], b[1]]))
+            .collect();
+        for x in 0..48 {
+            let at = (x - 1).clamp(0, w - 1);
+            let got = u16::from_le_bytes([out[1][2 * x as usize], out[1][2 * x as usize + 1]]);
+            assert_eq!(got, v[(k * at + c) as usize], "k = {k}, x = {x}");
+        }
+    }
+}
+
+#[test]
 fn interleaved_rgba_loads_and_stores() {
     let rgba = random_bytes(4 * 64, 5);
     let out = check_against_reference(

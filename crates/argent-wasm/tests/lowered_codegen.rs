@@ -61,63 +61,63 @@ fn box_blur_steady_state_is_v128_without_clamps() {
     let wat = example_wat("box_blur.ag");
     expect![[r#"
         2 steady-state loops; the first:
-        local.get 632
+        local.get 638
         i32.const 8
         i32.mul
         local.get 9
         i32.add
         local.get 613
         i32.add
-        local.get 631
+        local.get 637
         i32.add
         local.get 2
         i32.sub
-        local.set 652
-        local.get 654
+        local.set 660
+        local.get 662
         v128.load align=1
-        local.set 650
-        local.get 654
+        local.set 658
+        local.get 662
         v128.load offset=2 align=1
-        local.set 649
-        local.get 650
-        local.get 649
+        local.set 391
+        local.get 658
+        local.get 391
         i16x8.add
-        local.set 648
-        local.get 654
+        local.set 656
+        local.get 662
         v128.load offset=4 align=1
-        local.set 357
-        local.get 648
-        local.get 357
+        local.set 655
+        local.get 656
+        local.get 655
         i16x8.add
-        local.set 389
-        local.get 389
-        local.get 660
+        local.set 398
+        local.get 398
+        local.get 668
         i32x4.extmul_low_i16x8_u
         i32.const 17
         i32x4.shr_u
-        local.get 389
-        local.get 660
+        local.get 398
+        local.get 668
         i32x4.extmul_high_i16x8_u
         i32.const 17
         i32x4.shr_u
         i16x8.narrow_i32x4_u
-        local.set 388
-        local.get 656
-        local.get 388
+        local.set 361
+        local.get 664
+        local.get 361
         v128.store offset=512 align=1
-        local.get 656
+        local.get 664
         i32.const 16
         i32.add
-        local.set 656
-        local.get 654
+        local.set 664
+        local.get 662
         i32.const 16
         i32.add
-        local.set 654
-        local.get 632
+        local.set 662
+        local.get 638
         i32.const 1
         i32.add
-        local.tee 632
-        local.get 658
+        local.tee 638
+        local.get 666
         i32.lt_s
         br_if 0 (;@8;)"#]]
     .assert_eq(&steady_loops(&wat));

@@ -471,3 +471,42 @@ pub fn interleave_shuffle() -> argent_ir::Module {
         body,
     )
 }
+
+/// `out[x * 8 ..] = in[k * clamp(ramp(x * 8 - 1, 1, 8), 0, w - 1) + c]`
+/// for x in 0..n: a `repeat_edge` load (of channel `c` of `k`-channel
+/// interleaved data) left with its clamp, as in a boundary piece of a
+/// partitioned loop.
+pub fn clamped_ramp_load(k: i64, c: i64) -> argent_ir::Module {
+    let lanes = 8;
+    let ramp = Expr::likely(dense(x() * 8 - Expr::i32(1), lanes));
+    let clamped = Expr::max(
+        Expr::broadcast(Expr::i32(0), lanes),
+        Expr::min(
+            Expr::broadcast(Expr::var_i32("w") - Expr::i32(1), lanes),
+            ramp,
+        ),
+    );
+    let index = Expr::add(
+        Expr::mul(Expr::broadcast(Expr::i32(k), lanes), clamped),
+        Expr::broadcast(Expr::i32(c), lanes),
+    );
+    let body = for_loop(
+        "x",
+        Expr::i32(0),
+        Expr::var_i32("n"),
+        ForKind::Serial,
+        store(
+            "out",
+            dense(x() * 8, lanes),
+            Expr::load(Type::U16.with_lanes(lanes), "in", index),
+        ),
+    );
+    module(
+        vec![
+            buffer("in", Type::U16, 1, BufferRole::Input),
+            buffer("out", Type::U16, 1, BufferRole::Output),
+        ],
+        vec![param("w", Type::I32), param("n", Type::I32)],
+        body,
+    )
+}
