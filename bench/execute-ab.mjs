@@ -1,0 +1,58 @@
+// The runtime's `execute` time (the generated code alone) of one pipeline
+// on a pseudo-random image, for comparing two builds of the compiler: run
+// it alternately with each build's `web/dist` (ARGENT_DIST), each run in a
+// process of its own. Two builds in one process compete for the same
+// cores and caches, and the same module bytes were measured 30 and 36 ms
+// in two runtimes of one process (BENCHMARKS.md, session 11).
+//
+//   ARGENT_DIST=/path/to/web/dist/index.js node bench/execute-ab.mjs \
+//     [--threads N] [--rounds R] [--size WxH] PIPELINE.ag
+//
+// Prints the median and the minimum of `timings.execute` over the rounds
+// after three warm-up runs (V8 optimises the module meanwhile).
+import { readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const repo = join(dirname(fileURLToPath(import.meta.url)), "..");
+const args = process.argv.slice(2);
+const option = (name, fallback) => {
+  const i = args.indexOf(name);
+  if (i < 0) return fallback;
+  const [value] = args.splice(i, 2).slice(1);
+  return value;
+};
+const threads = Number(option("--threads", "1"));
+const rounds = Number(option("--rounds", "80"));
+const [width, height] = option("--size", "3072x2048").split("x").map(Number);
+const [file] = args;
+if (!file) throw new Error("usage: node bench/execute-ab.mjs [--threads N] [--rounds R] [--size WxH] PIPELINE.ag");
+
+const argent = await import(process.env.ARGENT_DIST ?? join(repo, "web", "dist", "index.js"));
+const runtime = await argent.createRuntime({ threads });
+const pipeline = await runtime.compile(readFileSync(file, "utf8"));
+const input = pipeline.inputs[0];
+const channels = input.dims.length === 3 ? 3 : 1;
+const Data = { u8: Uint8Array, u16: Uint16Array, f32: Float32Array }[input.type] ?? Uint8Array;
+const data = new Data(width * height * channels);
+let seed = 12345;
+for (let i = 0; i < data.length; i++) {
+  seed ^= seed << 13;
+  seed ^= seed >>> 17;
+  seed ^= seed << 5;
+  // 12 significant bits for u16 (as box_blur.ag expects), [0, 1) for f32.
+  data[i] = input.type === "f32" ? ((seed >>> 0) % 1000) / 1000 : (seed >>> 0) & (input.type === "u16" ? 0xfff : 0xff);
+}
+const times = [];
+for (let r = 0; r < rounds + 3; r++) {
+  const result = await pipeline.run({
+    inputs: { [input.name]: { data, width, height, channels } },
+    outputSize: { width, height },
+  });
+  if (r >= 3) times.push(result.timings.execute);
+}
+times.sort((a, b) => a - b);
+console.log(
+  `${file.split("/").pop()} ${width}x${height}, ${threads} thread(s), ${runtime.mode}: execute median ${times[times.length >> 1].toFixed(3)} ms, min ${times[0].toFixed(3)} ms (${rounds} runs)`,
+);
+await runtime.dispose();
