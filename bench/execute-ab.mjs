@@ -12,6 +12,7 @@
 // after three warm-up runs (V8 optimises the module meanwhile).
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
+import { noisePixels } from "./pixels.mjs";
 import { fileURLToPath } from "node:url";
 
 const repo = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -33,16 +34,11 @@ const runtime = await argent.createRuntime({ threads });
 const pipeline = await runtime.compile(readFileSync(file, "utf8"));
 const input = pipeline.inputs[0];
 const channels = input.dims.length === 3 ? 3 : 1;
-const Data = { u8: Uint8Array, u16: Uint16Array, f32: Float32Array }[input.type] ?? Uint8Array;
-const data = new Data(width * height * channels);
-let seed = 12345;
-for (let i = 0; i < data.length; i++) {
-  seed ^= seed << 13;
-  seed ^= seed >>> 17;
-  seed ^= seed << 5;
-  // 12 significant bits for u16 (as box_blur.ag expects), [0, 1) for f32.
-  data[i] = input.type === "f32" ? ((seed >>> 0) % 1000) / 1000 : (seed >>> 0) & (input.type === "u16" ? 0xfff : 0xff);
-}
+// 12 significant bits for u16 (as box_blur.ag expects), [0, 1) for f32.
+const data =
+  input.type === "f32"
+    ? Float32Array.from(noisePixels(Uint16Array, width * height * channels, 12), (v) => v / 4096)
+    : noisePixels(input.type === "u16" ? Uint16Array : Uint8Array, width * height * channels, input.type === "u16" ? 12 : 8);
 const times = [];
 for (let r = 0; r < rounds + 3; r++) {
   const result = await pipeline.run({

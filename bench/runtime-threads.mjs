@@ -29,6 +29,7 @@ import { readFileSync } from "node:fs";
 import { loadavg, availableParallelism } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { Worker } from "node:worker_threads";
+import { noisePixels } from "./pixels.mjs";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), "..");
@@ -47,15 +48,7 @@ const [W, H] = sizeAt > 0 ? process.argv[sizeAt + 1].split("x").map(Number) : [3
 
 /** Deterministic pixels with `bits` significant bits. */
 function image(ArrayType, channels, bits) {
-  const data = new ArrayType(W * H * channels);
-  let s = 12345;
-  for (let i = 0; i < data.length; i++) {
-    s ^= s << 13;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    data[i] = (s >>> 0) & ((1 << bits) - 1);
-  }
-  return { data, width: W, height: H, channels };
+  return { data: noisePixels(ArrayType, W * H * channels, bits), width: W, height: H, channels };
 }
 
 const workloads = [

@@ -10,6 +10,7 @@
 // --channels. Defaults: 2 threads, 41 rounds, 3072x2048, 3 channels.
 import { readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
+import { noisePixels } from "./pixels.mjs";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), "..");
@@ -36,14 +37,7 @@ try {
   const input = pipelines[0].inputs[0];
   const planes = input.dims.length > 2 ? channels : 1;
   const Array_ = input.type === "u16" ? Uint16Array : Uint8Array;
-  const data = new Array_(W * H * planes);
-  let s = 12345;
-  for (let i = 0; i < data.length; i++) {
-    s ^= s << 13;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    data[i] = s >>> 0;
-  }
+  const data = noisePixels(Array_, W * H * planes, 8 * Array_.BYTES_PER_ELEMENT);
   const image = { data, width: W, height: H, channels: planes };
   const times = files.map(() => []);
   let reference = null;
