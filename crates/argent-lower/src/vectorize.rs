@@ -3,6 +3,10 @@
 //! scalars that meet vectors are broadcast, and loads and stores with ramp
 //! indices become vector loads and stores (dense when the ramp's stride is
 //! 1). Lane counts are logical: backends split them into 128-bit registers.
+//! Scratch allocated inside the loop (an inline reduction's accumulator,
+//! computed per output element) is widened so that each lane has its own
+//! copy, interleaved, as in Halide; a loop inside over the one point of
+//! the lane binds its variable per lane.
 //!
 //! Loops that cannot be vectorised exactly (a condition or loop bound that
 //! varies across lanes, a select whose unselected lanes could read out of
@@ -73,6 +77,8 @@ impl Mutator for Vectorizer {
             ramp: Expr::ramp(min.clone(), argent_ir::Expr::i32(1), lanes as u16),
             lanes: lanes as u16,
             vector_names: HashMap::new(),
+            widened: Vec::new(),
+            vector_values: HashMap::new(),
         };
         match w.stmt(&body) {
             // Left for the `simplify` pass after `specialize_strides`, which
@@ -118,12 +124,16 @@ fn demote_vectorized(s: &Stmt) -> Stmt {
 /// running statement by statement across lanes could still change, a
 /// lane reading a neighbour's value through a buffer the body writes.
 /// Several stores at different indices (a channel loop unrolled inside a
-/// vectorised `x`, as in `blurz.reorder(c, z, x, y).unroll(c)`) are fine.
+/// vectorised `x`, as in `blurz.reorder(c, z, x, y).unroll(c)`) are fine,
+/// and so is any access to a buffer allocated inside the body, which
+/// vectorisation gives each lane a copy of.
 fn independent_iterations(body: &Stmt) -> bool {
     #[derive(Default)]
     struct Accesses {
         stores: Vec<(String, Expr)>,
         loads: Vec<(String, Expr)>,
+        /// Allocated inside the body: each lane gets its own copy.
+        private: Vec<String>,
     }
     impl Visitor for Accesses {
         fn visit_expr(&mut self, e: &Expr) {
@@ -136,12 +146,18 @@ fn independent_iterations(body: &Stmt) -> bool {
             if let Stmt::Store { buffer, index, .. } = s {
                 self.stores.push((buffer.clone(), index.clone()));
             }
+            if let Stmt::Allocate { buffer, .. } = s {
+                self.private.push(buffer.clone());
+            }
             walk_stmt(self, s);
         }
     }
     let mut a = Accesses::default();
     a.visit_stmt(body);
     a.loads.iter().all(|(buffer, index)| {
+        if a.private.contains(buffer) {
+            return true;
+        }
         let mut stores = a.stores.iter().filter(|(b, _)| b == buffer).peekable();
         stores.peek().is_none() || stores.any(|(_, i)| expr_eq(i, index))
     })
@@ -171,6 +187,10 @@ struct Widen {
     lanes: u16,
     /// Let-bound names whose values became vectors, with their types.
     vector_names: HashMap<String, Vec<argent_ir::Type>>,
+    /// Buffers allocated inside the loop, which every lane gets a copy of.
+    widened: Vec<String>,
+    /// The vector values of the let-bound names in `vector_names`.
+    vector_values: HashMap<String, Vec<Expr>>,
 }
 
 impl Widen {
@@ -184,6 +204,67 @@ impl Widen {
 
     fn is_vector(&self, e: &Expr) -> bool {
         e.ty().lanes > 1
+    }
+
+    fn bind_vector(&mut self, name: &str, value: &Expr) {
+        self.vector_names
+            .entry(name.to_string())
+            .or_default()
+            .push(value.ty());
+        self.vector_values
+            .entry(name.to_string())
+            .or_default()
+            .push(value.clone());
+    }
+
+    fn unbind_vector(&mut self, name: &str) {
+        self.vector_names.get_mut(name).map(|s| s.pop());
+        self.vector_values.get_mut(name).map(|s| s.pop());
+    }
+
+    /// The value the vector `e` has in every lane, once the vector lets it
+    /// mentions are replaced by their values, when it is the same in all
+    /// (the extent of a loop over one point whose position differs per
+    /// lane: `(x.max - x.min) + 1` with `x.min` and `x.max` both the lane's
+    /// `x`).
+    fn lane_invariant(&self, e: &Expr) -> Option<Expr> {
+        let mut e = e.clone();
+        for _ in 0..4 {
+            let map: HashMap<String, Expr> = self
+                .vector_values
+                .iter()
+                .filter_map(|(n, v)| Some((n.clone(), v.last()?.clone())))
+                .collect();
+            let next = argent_arith::substitute_many(&e, &map);
+            if expr_eq(&next, &e) {
+                break;
+            }
+            e = next;
+        }
+        let e = argent_arith::simplify(&e);
+        match e.kind() {
+            ExprKind::Broadcast { value, .. } if value.ty().is_scalar() => Some(value.clone()),
+            _ if !self.is_vector(&e) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// `index` into `buffer` as the lanes see it: a buffer allocated inside
+    /// the loop holds `lanes` interleaved copies, lane `k` using element
+    /// `index * lanes + k` (a dense ramp when `index` is the same for all).
+    fn lane_index(&self, buffer: &str, index: Expr) -> Expr {
+        if !self.widened.iter().any(|b| b == buffer) {
+            return index;
+        }
+        let lanes = Expr::i32(self.lanes as i64);
+        if self.is_vector(&index) {
+            Expr::add(
+                Expr::mul(index, Expr::broadcast(lanes, self.lanes)),
+                Expr::ramp(Expr::i32(0), Expr::i32(1), self.lanes),
+            )
+        } else {
+            Expr::ramp(Expr::mul(index, lanes), Expr::i32(1), self.lanes)
+        }
     }
 
     fn expr(&mut self, e: &Expr) -> Option<Expr> {
@@ -261,19 +342,21 @@ impl Widen {
                 let v = self.expr(value)?;
                 let vector = self.is_vector(&v);
                 if vector {
-                    self.vector_names
-                        .entry(name.clone())
-                        .or_default()
-                        .push(v.ty());
+                    self.bind_vector(name, &v);
                 }
                 let b = self.expr(body);
                 if vector {
-                    self.vector_names.get_mut(name).map(|s| s.pop());
+                    self.unbind_vector(name);
                 }
                 Expr::let_in(name.clone(), v, b?)
             }
             ExprKind::Load { buffer, index } => {
-                Expr::load(e.ty().element(), buffer.clone(), self.expr(index)?)
+                let index = self.expr(index)?;
+                Expr::load(
+                    e.ty().element(),
+                    buffer.clone(),
+                    self.lane_index(buffer, index),
+                )
             }
             ExprKind::Ramp { .. } | ExprKind::Broadcast { .. } | ExprKind::Shuffle { .. } => {
                 if argent_ir::visit::expr_uses_var(e, &self.var) {
@@ -292,6 +375,7 @@ impl Widen {
                 value,
             } => {
                 let (i, v) = (self.expr(index)?, self.expr(value)?);
+                let i = self.lane_index(buffer, i);
                 if !self.is_vector(&i) && self.is_vector(&v) {
                     // All lanes would write one address.
                     return None;
@@ -314,14 +398,11 @@ impl Widen {
                 let v = self.expr(value)?;
                 let vector = self.is_vector(&v);
                 if vector {
-                    self.vector_names
-                        .entry(name.clone())
-                        .or_default()
-                        .push(v.ty());
+                    self.bind_vector(name, &v);
                 }
                 let b = self.stmt(body);
                 if vector {
-                    self.vector_names.get_mut(name).map(|s| s.pop());
+                    self.unbind_vector(name);
                 }
                 Stmt::LetStmt {
                     name: name.clone(),
@@ -364,8 +445,30 @@ impl Widen {
                 body,
             } => {
                 let (m, e) = (self.expr(min)?, self.expr(extent)?);
-                if self.is_vector(&m) || self.is_vector(&e) || *var == self.var {
+                if *var == self.var {
                     return None;
+                }
+                if self.is_vector(&m) || self.is_vector(&e) {
+                    // A loop over one point per lane (the pure dimension of
+                    // a reduction computed per output element) binds its
+                    // variable per lane; other loops whose bounds vary
+                    // across lanes cannot run as one.
+                    if self
+                        .lane_invariant(&e)
+                        .and_then(|e| argent_arith::const_int(&e))
+                        != Some(1)
+                    {
+                        return None;
+                    }
+                    let m = self.to_lanes(m);
+                    self.bind_vector(var, &m);
+                    let b = self.stmt(body);
+                    self.unbind_vector(var);
+                    return Some(Stmt::LetStmt {
+                        name: var.clone(),
+                        value: m,
+                        body: Box::new(b?),
+                    });
                 }
                 Stmt::For {
                     var: var.clone(),
@@ -400,7 +503,32 @@ impl Widen {
                     args: a,
                 }
             }
-            Stmt::Allocate { .. } | Stmt::Provide { .. } | Stmt::Realize { .. } => return None,
+            // Scratch allocated per iteration (an inline reduction's
+            // accumulator, say): each lane gets its own, interleaved, as in
+            // Halide's vectoriser.
+            Stmt::Allocate {
+                buffer,
+                ty,
+                size,
+                body,
+            } => {
+                let mut size = self.expr(size)?;
+                if self.is_vector(&size) {
+                    // The same in every lane (the one point of a reduction
+                    // computed per output element), or no single buffer.
+                    size = self.lane_invariant(&size)?;
+                }
+                self.widened.push(buffer.clone());
+                let body = self.stmt(body);
+                self.widened.pop();
+                Stmt::Allocate {
+                    buffer: buffer.clone(),
+                    ty: *ty,
+                    size: Expr::mul(size, Expr::i32(self.lanes as i64)),
+                    body: Box::new(body?),
+                }
+            }
+            Stmt::Provide { .. } | Stmt::Realize { .. } => return None,
         })
     }
 }
@@ -463,6 +591,91 @@ mod tests {
             out[ramp(base, 1, 16)] = u8x16(in[ramp((base + 2), 1, 16)])
         "#]]
         .assert_eq(&argent_arith::simplify_stmt(&vectorize(&body)).to_string());
+    }
+
+    #[test]
+    fn per_lane_scratch_and_single_point_loops_vectorize() {
+        // out[x] = in[x] + in[x + 1] + in[x + 2], summed in scratch that
+        // each x allocates, over a loop whose range is the one point x:
+        // an inline reduction computed per output element. Every lane gets
+        // its own accumulator and binds the loop's variable to its x.
+        let var = |n: &str| Expr::var_i32(n);
+        let slot = Expr::sub(var("s.x"), var("s.min"));
+        let input = |i: Expr| Expr::call_input(Type::I32, "in", vec![i]);
+        let accumulate = Stmt::Store {
+            buffer: "acc".into(),
+            index: slot.clone(),
+            value: Expr::add(
+                Expr::load(Type::I32, "acc", slot.clone()),
+                input(Expr::add(var("s.x"), var("r"))),
+            ),
+        };
+        let reduce = Stmt::For {
+            var: "s.x".into(),
+            min: var("s.min"),
+            extent: Expr::add(Expr::sub(var("s.max"), var("s.min")), Expr::i32(1)),
+            kind: ForKind::Serial,
+            body: Box::new(Stmt::Block(vec![
+                Stmt::Store {
+                    buffer: "acc".into(),
+                    index: slot.clone(),
+                    value: Expr::i32(0),
+                },
+                Stmt::For {
+                    var: "r".into(),
+                    min: Expr::i32(0),
+                    extent: Expr::i32(3),
+                    kind: ForKind::Serial,
+                    body: Box::new(accumulate),
+                },
+            ])),
+        };
+        let per_x = |kind| Stmt::For {
+            var: "x".into(),
+            min: Expr::i32(0),
+            extent: Expr::i32(8),
+            kind,
+            body: Box::new(Stmt::LetStmt {
+                name: "s.min".into(),
+                value: x(),
+                body: Box::new(Stmt::LetStmt {
+                    name: "s.max".into(),
+                    value: x(),
+                    body: Box::new(Stmt::Allocate {
+                        buffer: "acc".into(),
+                        ty: Type::I32,
+                        size: Expr::add(Expr::sub(var("s.max"), var("s.min")), Expr::i32(1)),
+                        body: Box::new(Stmt::Block(vec![
+                            reduce.clone(),
+                            Stmt::Provide {
+                                func: "out".into(),
+                                args: vec![x()],
+                                value: Expr::load(Type::I32, "acc", Expr::sub(x(), var("s.min"))),
+                            },
+                        ])),
+                    }),
+                }),
+            }),
+        };
+        let serial = module_1d(per_x(ForKind::Serial));
+        let mut vector = module_1d(per_x(ForKind::Vectorized));
+        vector.body = vectorize(&vector.body);
+        let text = vector.body.to_string();
+        assert!(!text.contains("for (x,"), "the loop over x stays:\n{text}");
+        assert!(
+            text.contains("allocate acc: i32[(1 * 8)]"),
+            "one accumulator per lane:\n{text}"
+        );
+        assert!(
+            text.contains("let s.x = s.min"),
+            "the one-point loop binds its variable:\n{text}"
+        );
+        let input = ramp_input(12);
+        assert_eq!(
+            run_1d(&serial, &input, 0, 8).map(|r| r.0),
+            run_1d(&vector, &input, 0, 8).map(|r| r.0),
+            "{text}"
+        );
     }
 
     #[test]
