@@ -228,13 +228,13 @@ impl Widen {
     /// lane: `(x.max - x.min) + 1` with `x.min` and `x.max` both the lane's
     /// `x`).
     fn lane_invariant(&self, e: &Expr) -> Option<Expr> {
+        let map: HashMap<String, Expr> = self
+            .vector_values
+            .iter()
+            .filter_map(|(n, v)| Some((n.clone(), v.last()?.clone())))
+            .collect();
         let mut e = e.clone();
         for _ in 0..4 {
-            let map: HashMap<String, Expr> = self
-                .vector_values
-                .iter()
-                .filter_map(|(n, v)| Some((n.clone(), v.last()?.clone())))
-                .collect();
             let next = argent_arith::substitute_many(&e, &map);
             if expr_eq(&next, &e) {
                 break;
