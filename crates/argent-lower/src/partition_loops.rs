@@ -63,6 +63,7 @@ fn partition_loops_versioning_over(s: &Stmt, versioning_min_nodes: usize) -> Stm
         enclosing: Scope::new(),
         versioning_min_nodes,
         proofs: Rc::default(),
+        lane_names: FastHashSet::default(),
     }
     .mutate_stmt(s)
 }
@@ -81,9 +82,25 @@ struct Partitioner {
     versioning_min_nodes: usize,
     /// The provers' memo, shared by the whole pass.
     proofs: Rc<RefCell<ProofMemo>>,
+    /// Names whose values differ across the lanes of an enclosing
+    /// vectorised loop: its variable, and the lets and loop variables
+    /// inside it that depend on it.
+    lane_names: FastHashSet<String>,
 }
 
 impl Partitioner {
+    /// The partitioner of a prologue, an epilogue or the original form of
+    /// a versioned statement: it only guards vectorised loops.
+    fn for_boundary_pieces(&self) -> Partitioner {
+        Partitioner {
+            vector_guards_only: true,
+            enclosing: self.enclosing.clone(),
+            versioning_min_nodes: self.versioning_min_nodes,
+            proofs: Rc::clone(&self.proofs),
+            lane_names: self.lane_names.clone(),
+        }
+    }
+
     /// A vectorised loop of constant extent whose body has a `likely`
     /// guard (and perhaps clamps) cannot be split into pieces (its lanes
     /// run as one), but all its lanes are usually in the steady state. It becomes
@@ -119,6 +136,7 @@ impl Partitioner {
         let mut steady = Steady {
             var,
             inner_names: names_bound_in(body),
+            lane_names: self.lane_names.clone(),
             only_inside_loops: false,
             versioning: false,
             in_leaf: false,
@@ -296,11 +314,18 @@ fn has_likely_guard(s: &Stmt) -> bool {
 
 impl Mutator for Partitioner {
     fn mutate_stmt(&mut self, s: &Stmt) -> Stmt {
-        let Stmt::For {
-            var, min, extent, ..
-        } = s
-        else {
-            return self.partition(s);
+        let (var, min, extent, kind) = match s {
+            Stmt::For {
+                var,
+                min,
+                extent,
+                kind,
+                ..
+            } => (var, min, extent, kind),
+            Stmt::LetStmt { name, value, .. } if self.varies_across_lanes(value) => {
+                return self.with_lane_name(name, |p| p.partition(s));
+            }
+            _ => return self.partition(s),
         };
         let last = simplify(&Expr::sub(
             Expr::add(min.clone(), extent.clone()),
@@ -308,13 +333,36 @@ impl Mutator for Partitioner {
         ));
         self.enclosing
             .push(var.clone(), Interval::new(min.clone(), last));
-        let result = self.partition(s);
+        let result = if *kind == ForKind::Vectorized
+            || self.varies_across_lanes(min)
+            || self.varies_across_lanes(extent)
+        {
+            self.with_lane_name(var, |p| p.partition(s))
+        } else {
+            self.partition(s)
+        };
         self.enclosing.pop(var);
         result
     }
 }
 
 impl Partitioner {
+    /// Whether `e` mentions a name that differs across the lanes of an
+    /// enclosing vectorised loop.
+    fn varies_across_lanes(&self, e: &Expr) -> bool {
+        !self.lane_names.is_empty() && vars_of(e).iter().any(|n| self.lane_names.contains(n))
+    }
+
+    /// `f` run with `name` counted among the [`Partitioner::lane_names`].
+    fn with_lane_name(&mut self, name: &str, f: impl FnOnce(&mut Self) -> Stmt) -> Stmt {
+        let added = self.lane_names.insert(name.to_string());
+        let result = f(self);
+        if added {
+            self.lane_names.remove(name);
+        }
+        result
+    }
+
     /// Partitions `s` when it is a loop with boundary cases; recurses
     /// into it otherwise.
     fn partition(&mut self, s: &Stmt) -> Stmt {
@@ -327,13 +375,7 @@ impl Partitioner {
         {
             // The original form runs only at the boundary: like a
             // prologue, it gets guarded vector copies only.
-            let otherwise = Partitioner {
-                vector_guards_only: true,
-                enclosing: self.enclosing.clone(),
-                versioning_min_nodes: self.versioning_min_nodes,
-                proofs: Rc::clone(&self.proofs),
-            }
-            .mutate_stmt(otherwise);
+            let otherwise = self.for_boundary_pieces().mutate_stmt(otherwise);
             return Stmt::IfThenElse {
                 cond: cond.clone(),
                 then: Box::new(self.mutate_stmt(then)),
@@ -353,7 +395,14 @@ impl Partitioner {
         else {
             return mutate_stmt_children(self, s);
         };
-        if self.vector_guards_only || !matches!(kind, ForKind::Serial | ForKind::Parallel) {
+        // A loop whose range differs across the lanes of a vectorised loop
+        // around it would give its pieces different ranges in different
+        // lanes, which `vectorize` cannot widen; left whole, it runs once
+        // per lane (a one-point loop) or keeps its clamps as gathers.
+        if self.vector_guards_only
+            || !matches!(kind, ForKind::Serial | ForKind::Parallel)
+            || self.lane_names.contains(var)
+        {
             return mutate_stmt_children(self, s);
         }
         // A large body with inner loops (many stages computed inside the
@@ -362,6 +411,7 @@ impl Partitioner {
         let mut steady = Steady {
             var,
             inner_names: names_bound_in(body),
+            lane_names: self.lane_names.clone(),
             only_inside_loops: versioning,
             versioning,
             in_leaf: false,
@@ -441,13 +491,7 @@ impl Partitioner {
                 }),
             };
         }
-        let body = Partitioner {
-            vector_guards_only: true,
-            enclosing: self.enclosing.clone(),
-            versioning_min_nodes: self.versioning_min_nodes,
-            proofs: Rc::clone(&self.proofs),
-        }
-        .mutate_stmt(body);
+        let body = self.for_boundary_pieces().mutate_stmt(body);
         let steady_body = self.mutate_stmt(&steady_body);
         let piece = |from: &Expr, to: &Expr, body: Stmt| Stmt::For {
             var: var.clone(),
@@ -795,6 +839,11 @@ struct Steady<'a> {
     var: &'a str,
     /// Names bound inside the loop body: a bound mentioning one is useless.
     inner_names: FastHashSet<String>,
+    /// Names that differ across the lanes of an enclosing vectorised loop
+    /// (see [`Partitioner::lane_names`]): a bound mentioning one would give
+    /// the pieces different ranges in different lanes, and `vectorize`
+    /// could no longer widen the loop around them.
+    lane_names: FastHashSet<String>,
     /// Only choices inside inner loops count (the loop has inner loops).
     /// A choice evaluated once per iteration of an outer loop (the bounds
     /// of a sliding window's producer loops, the guard of a row) costs
@@ -1241,6 +1290,38 @@ impl ScopedMutator for Prover<'_> {
 }
 
 impl Steady<'_> {
+    /// For a guard of several split loops, `likely(x < w && y < h)`: the
+    /// conjuncts this loop's variable decides leave the steady state (they
+    /// bound it), and the guard of the others is returned, for the loops
+    /// that decide them (inside or outside this one). `None` when no
+    /// conjunct is decided here.
+    fn take_decided_conjuncts(&mut self, guard: &Expr) -> Option<Expr> {
+        if !self.worth_partitioning() {
+            return None;
+        }
+        let mut conjuncts = Vec::new();
+        split_conjunction(is_likely_call(guard).unwrap_or(guard), &mut conjuncts);
+        if conjuncts.len() < 2 {
+            return None;
+        }
+        let (decided, rest): (Vec<Expr>, Vec<Expr>) = conjuncts
+            .into_iter()
+            .partition(|conjunct| self.solve(conjunct).is_some());
+        if decided.is_empty() {
+            return None;
+        }
+        for conjunct in &decided {
+            self.take(conjunct);
+        }
+        let rest = rest.into_iter().reduce(Expr::and)?;
+        Some(Expr::likely(rest))
+    }
+
+    /// Whether a bound of the steady state may not mention `name`.
+    fn is_unusable_in_bound(&self, name: &str) -> bool {
+        self.inner_names.contains(name) || self.lane_names.contains(name)
+    }
+
     fn substitute_lets(&self, e: &Expr) -> Option<Expr> {
         substitute_lets(&self.lets, e)
     }
@@ -1373,7 +1454,7 @@ impl Steady<'_> {
     fn solve_linear(&self, d: &Expr, depth: usize) -> Option<Solution> {
         let v = self.var;
         if !argent_ir::visit::expr_uses_var(d, v) {
-            if depth == 0 || vars_of(d).iter().any(|n| self.inner_names.contains(n)) {
+            if depth == 0 || vars_of(d).iter().any(|n| self.is_unusable_in_bound(n)) {
                 return None;
             }
             // A loop-invariant condition: when it fails, the steady state
@@ -1431,7 +1512,7 @@ impl Steady<'_> {
         let (c, rest) = split_linear(d, v)?;
         if vars_of(&rest)
             .iter()
-            .any(|n| self.inner_names.contains(n) || n == v)
+            .any(|n| self.is_unusable_in_bound(n) || n == v)
         {
             return None;
         }
@@ -1724,6 +1805,15 @@ impl Mutator for Steady<'_> {
                 if then_likely && self.take(&c) {
                     return t;
                 }
+                // As for an `if`: the bounds of a stage computed under
+                // the guard of several split loops choose on the whole
+                // guard, `select(likely(y < h && x < w), c, c + 1)`.
+                if then_likely
+                    && is_likely_call(cond).is_some()
+                    && let Some(rest) = self.take_decided_conjuncts(&c)
+                {
+                    return Expr::select(rest, t, o);
+                }
                 if is_likely(otherwise) && !is_likely(then) && self.take(&negate(&c)) {
                     return o;
                 }
@@ -1757,29 +1847,14 @@ impl Mutator for Steady<'_> {
                 // the conjuncts this loop's variable decides leave the
                 // steady state, the others stay for the loops that decide
                 // them (inside or outside this one).
-                if o.is_none() && self.worth_partitioning() {
-                    let inner = is_likely_call(&c).unwrap_or(&c).clone();
-                    let mut conjuncts = Vec::new();
-                    split_conjunction(&inner, &mut conjuncts);
-                    if conjuncts.len() > 1 {
-                        let (decided, rest): (Vec<Expr>, Vec<Expr>) = conjuncts
-                            .into_iter()
-                            .partition(|conjunct| self.solve(conjunct).is_some());
-                        if !decided.is_empty() {
-                            for conjunct in &decided {
-                                self.take(conjunct);
-                            }
-                            let rest = rest
-                                .into_iter()
-                                .reduce(Expr::and)
-                                .expect("a conjunct is left");
-                            return Stmt::IfThenElse {
-                                cond: Expr::likely(rest),
-                                then: Box::new(t),
-                                otherwise: None,
-                            };
-                        }
-                    }
+                if o.is_none()
+                    && let Some(rest) = self.take_decided_conjuncts(&c)
+                {
+                    return Stmt::IfThenElse {
+                        cond: rest,
+                        then: Box::new(t),
+                        otherwise: None,
+                    };
                 }
                 Stmt::IfThenElse {
                     cond: Expr::likely(c),
@@ -2136,6 +2211,76 @@ mod tests {
               }
             }"#]]
         .assert_eq(&steady[..steady.find("\n}").unwrap() + 2]);
+    }
+
+    #[test]
+    fn selects_on_guards_of_two_split_loops_leave_by_conjunct() {
+        // The bounds of a stage computed under both guards choose on them:
+        // out(xo * 4 + xi) = select(likely(xo * 4 + xi < w && y < h), y, 0).
+        let pos = field("xo") * 4 + field("xi");
+        let chosen = Expr::select(
+            Expr::likely(Expr::and(
+                Expr::lt(pos.clone(), field("w")),
+                Expr::lt(field("y"), field("h")),
+            )),
+            field("y"),
+            Expr::i32(0),
+        );
+        let s = Stmt::For {
+            var: "xo".into(),
+            min: Expr::i32(0),
+            extent: Expr::i32(4),
+            kind: ForKind::Serial,
+            body: Box::new(Stmt::For {
+                var: "xi".into(),
+                min: Expr::i32(0),
+                extent: Expr::i32(4),
+                kind: ForKind::Serial,
+                body: Box::new(Stmt::Provide {
+                    func: "out".into(),
+                    args: vec![pos],
+                    value: chosen,
+                }),
+            }),
+        };
+        let text = partitioned(&s).to_string();
+        expect![[r#"
+            let xo.steady.end = max(min((w / 4), 4), 0)
+            for (xo, 0, xo.steady.end) {
+              for (xi, 0, 4) {
+                out((xi + (xo * 4))) = select(likely((y < h)), y, 0)
+              }
+            }"#]]
+        .assert_eq(&text[..text.find("\n}").unwrap() + 2]);
+    }
+
+    #[test]
+    fn loops_whose_range_varies_across_lanes_stay_whole() {
+        // vectorized (x, 0, 8) { for (t, x, 3) { out(x) = in(clamp(likely(t - 1))) } }:
+        // pieces of t would have different ranges in different lanes, which
+        // `vectorize` cannot widen, so the loop over t is not split.
+        let per_lane = |kind| Stmt::For {
+            var: "x".into(),
+            min: Expr::i32(0),
+            extent: Expr::i32(8),
+            kind,
+            body: Box::new(Stmt::For {
+                var: "t".into(),
+                min: x(),
+                extent: Expr::i32(3),
+                kind: ForKind::Serial,
+                body: Box::new(Stmt::Provide {
+                    func: "out".into(),
+                    args: vec![x()],
+                    value: repeat_edge(field("t") - 1),
+                }),
+            }),
+        };
+        let text = partitioned(&per_lane(ForKind::Vectorized)).to_string();
+        assert!(!text.contains("t.steady"), "{text}");
+        // Without the vectorised loop around it, the same loop is split.
+        let text = partitioned(&per_lane(ForKind::Serial)).to_string();
+        assert!(text.contains("t.steady"), "{text}");
     }
 
     /// `for (xo, 0, (n + 7) / 8) { for (xi, 0, 8) { let x = min(n - 8, xo * 8) + xi;
