@@ -163,6 +163,65 @@ fn euclidean_div_mod_by_a_parameter_including_zero() {
 }
 
 #[test]
+fn div_mod_of_32_bit_lanes_by_lanes_including_zero_and_extremes() {
+    // SIMD128 has no integer division: 32-bit lanes divide in f64, which
+    // must give the scalar code's Euclidean results exactly, `x / 0 == 0`
+    // and the wrap of `i32::MIN / -1` included.
+    let edges = [
+        0,
+        1,
+        -1,
+        2,
+        -2,
+        3,
+        -3,
+        7,
+        -7,
+        i32::MIN,
+        i32::MAX,
+        i32::MIN + 1,
+        65536,
+        -65537,
+    ];
+    let mut a = Vec::new();
+    let mut b = Vec::new();
+    for &x in &edges {
+        for &y in &edges {
+            a.push(x);
+            b.push(y);
+        }
+    }
+    let noise = |seed| random_bytes(4 * 64, seed);
+    a.extend(i32_values(&noise(21)));
+    b.extend(i32_values(&noise(22)).iter().map(|v| v >> (v & 31)));
+    let n = a.len() - a.len() % 8;
+    let (a, b) = (&a[..n], &b[..n]);
+    for ty in [Type::I32, Type::U32] {
+        for lanes in [4, 8] {
+            let bufs = [
+                typed(i32_bytes(a), 4),
+                typed(i32_bytes(b), 4),
+                typed(vec![0; n * 4], 4),
+                typed(vec![0; n * 4], 4),
+            ];
+            let out = check_against_reference(&divmod_lanes(ty, lanes), &bufs, &[]);
+            let (q, r) = (i32_values(&out[2]), i32_values(&out[3]));
+            for k in 0..n {
+                let want = match (ty == Type::I32, b[k]) {
+                    (_, 0) => (0, 0),
+                    (true, y) => (a[k].wrapping_div_euclid(y), a[k].wrapping_rem_euclid(y)),
+                    (false, y) => {
+                        let (x, y) = (a[k] as u32, y as u32);
+                        ((x / y) as i32, (x % y) as i32)
+                    }
+                };
+                assert_eq!((q[k], r[k]), want, "{ty:?}: {} / {}", a[k], b[k]);
+            }
+        }
+    }
+}
+
+#[test]
 fn div_mod_by_constants_in_vectors() {
     let mut batch = Vec::new();
     for (ty, lanes) in [

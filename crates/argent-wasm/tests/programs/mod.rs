@@ -88,6 +88,33 @@ pub fn divmod_const(ty: Type, c: i64, lanes: u16) -> argent_ir::Module {
     )
 }
 
+/// Division and modulo of `ty` lanes by lanes: `q = a / b`, `r = a % b`.
+pub fn divmod_lanes(ty: Type, lanes: u16) -> argent_ir::Module {
+    let idx = dense(x() * lanes as i64, lanes);
+    let a = Expr::load(ty, "a", idx.clone());
+    let b = Expr::load(ty, "b", idx.clone());
+    let body = for_loop(
+        "x",
+        Expr::i32(0),
+        Expr::div(Expr::var_i32("a.extent.0"), Expr::i32(lanes as i64)),
+        ForKind::Vectorized,
+        Stmt::Block(vec![
+            store("q", idx.clone(), Expr::div(a.clone(), b.clone())),
+            store("r", idx, Expr::modulo(a, b)),
+        ]),
+    );
+    module(
+        vec![
+            buffer("a", ty, 1, BufferRole::Input),
+            buffer("b", ty, 1, BufferRole::Input),
+            buffer("q", ty, 1, BufferRole::Output),
+            buffer("r", ty, 1, BufferRole::Output),
+        ],
+        vec![],
+        body,
+    )
+}
+
 /// The 3-tap box blur on u16: `out[x] = (in[x] + in[x+1] + in[x+2]) / 3`.
 pub fn blur3_u16(lanes: u16) -> argent_ir::Module {
     let base = x() * lanes as i64;
