@@ -30,18 +30,43 @@ pub fn cse(e: &Expr) -> Expr {
         return e.clone();
     }
     let mut names = NameSource::new(e);
-    let inlined = if contains_let(e) {
+    // The size is estimated before substituting: lets used several times
+    // inside lets used several times (the expansions of `pow` and `exp`,
+    // say) grow exponentially when substituted, and building the tree
+    // took camera_pipe's CSE from milliseconds to over a second.
+    let e = if contains_let(e) && inlined_size(e) <= MAX_GROWTH * node_count(e) {
         inline_lets(e)
     } else {
         e.clone()
     };
-    // Without lets, `inline_lets` returns the same node: nothing to count.
-    let e = if inlined.same_as(e) || node_count(&inlined) <= MAX_GROWTH * node_count(e) {
-        inlined
-    } else {
-        e.clone()
-    };
     cse_with(&e, &mut names)
+}
+
+/// The node count of `e` with every `let` substituted into its body
+/// (saturating), computed without substituting.
+fn inlined_size(e: &Expr) -> usize {
+    fn walk(e: &Expr, sizes: &mut Vec<(String, usize)>) -> usize {
+        match e.kind() {
+            ExprKind::Var(n) => sizes
+                .iter()
+                .rev()
+                .find(|(name, _)| name == n)
+                .map_or(1, |(_, size)| *size),
+            ExprKind::Let { name, value, body } => {
+                let value_size = walk(value, sizes);
+                sizes.push((name.clone(), value_size));
+                let body_size = walk(body, sizes);
+                sizes.pop();
+                body_size
+            }
+            _ => {
+                let mut total = 1usize;
+                for_each_child(e, |c| total = total.saturating_add(walk(c, sizes)));
+                total
+            }
+        }
+    }
+    walk(e, &mut Vec::new())
 }
 
 /// How much substituting lets may grow an expression before CSE.
