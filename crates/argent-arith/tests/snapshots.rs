@@ -392,3 +392,19 @@ fn common_subexpressions() {
     "#]]
     .assert_eq(&cse_stmt(&s).to_string());
 }
+
+#[test]
+fn cse_keeps_lets_whose_substitution_would_grow_exponentially() {
+    // let v0 = x + y in let v1 = v0 * v0 in ... let v40 = v39 * v39 in v40:
+    // substituted, 2^40 nodes. CSE must see that before substituting
+    // (the nested lets of vectorised `pow` expansions are like this) and
+    // keep the lets.
+    let mut e = Expr::var_i32("v40");
+    for k in (1..=40).rev() {
+        let prev = Expr::var_i32(format!("v{}", k - 1));
+        e = Expr::let_in(format!("v{k}"), prev.clone() * prev, e);
+    }
+    e = Expr::let_in("v0", x() + y(), e);
+    let out = cse(&e);
+    assert!(out.to_string().contains("let v40"), "{out}");
+}
