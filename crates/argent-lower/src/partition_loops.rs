@@ -2168,6 +2168,18 @@ mod tests {
         }
     }
 
+    /// `for (xo, 0, 4) { for (xi, 0, 4) { body } }`.
+    fn tiles_of_four(body: Stmt) -> Stmt {
+        let serial = |var: &str, body: Stmt| Stmt::For {
+            var: var.into(),
+            min: Expr::i32(0),
+            extent: Expr::i32(4),
+            kind: ForKind::Serial,
+            body: Box::new(body),
+        };
+        serial("xo", serial("xi", body))
+    }
+
     #[test]
     fn guards_of_two_split_loops_leave_by_conjunct() {
         // for (xo, 0, 4) { for (xi, 0, 4) { if (likely(xo * 4 + xi < w && y < h)) out(xo * 4 + xi) = y } }:
@@ -2185,19 +2197,7 @@ mod tests {
             }),
             otherwise: None,
         };
-        let s = Stmt::For {
-            var: "xo".into(),
-            min: Expr::i32(0),
-            extent: Expr::i32(4),
-            kind: ForKind::Serial,
-            body: Box::new(Stmt::For {
-                var: "xi".into(),
-                min: Expr::i32(0),
-                extent: Expr::i32(4),
-                kind: ForKind::Serial,
-                body: Box::new(guarded),
-            }),
-        };
+        let s = tiles_of_four(guarded);
         // The prologue is empty (xo starts at 0): the steady state comes first.
         let text = partitioned(&s).to_string();
         let steady = text.as_str();
@@ -2226,23 +2226,11 @@ mod tests {
             field("y"),
             Expr::i32(0),
         );
-        let s = Stmt::For {
-            var: "xo".into(),
-            min: Expr::i32(0),
-            extent: Expr::i32(4),
-            kind: ForKind::Serial,
-            body: Box::new(Stmt::For {
-                var: "xi".into(),
-                min: Expr::i32(0),
-                extent: Expr::i32(4),
-                kind: ForKind::Serial,
-                body: Box::new(Stmt::Provide {
-                    func: "out".into(),
-                    args: vec![pos],
-                    value: chosen,
-                }),
-            }),
-        };
+        let s = tiles_of_four(Stmt::Provide {
+            func: "out".into(),
+            args: vec![pos],
+            value: chosen,
+        });
         let text = partitioned(&s).to_string();
         expect![[r#"
             let xo.steady.end = max(min((w / 4), 4), 0)

@@ -6,7 +6,9 @@
 //! Scratch allocated inside the loop (an inline reduction's accumulator,
 //! computed per output element) is widened so that each lane has its own
 //! copy, interleaved, as in Halide; a loop inside over the one point of
-//! the lane binds its variable per lane.
+//! the lane binds its variable per lane. Calls to `exp`, `log`, `pow` and
+//! the trigonometric functions become their expansions (`argent_ir::math`,
+//! which defines them), so they run on whole vectors too.
 //!
 //! Loops that cannot be vectorised exactly (a condition or loop bound that
 //! varies across lanes, a select whose unselected lanes could read out of

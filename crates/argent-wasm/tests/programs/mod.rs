@@ -64,55 +64,38 @@ pub fn divmod_param(lanes: u16) -> argent_ir::Module {
 
 /// Division and modulo of `ty` lanes by constant `c`.
 pub fn divmod_const(ty: Type, c: i64, lanes: u16) -> argent_ir::Module {
-    let idx = dense(x() * lanes as i64, lanes);
-    let a = Expr::load(ty, "a", idx.clone());
-    let cv = Expr::broadcast(Expr::int(ty, c), lanes);
-    let body = for_loop(
-        "x",
-        Expr::i32(0),
-        Expr::div(Expr::var_i32("a.extent.0"), Expr::i32(lanes as i64)),
-        ForKind::Vectorized,
-        Stmt::Block(vec![
-            store("q", idx.clone(), Expr::div(a.clone(), cv.clone())),
-            store("r", idx, Expr::modulo(a, cv)),
-        ]),
-    );
-    module(
-        vec![
-            buffer("a", ty, 1, BufferRole::Input),
-            buffer("q", ty, 1, BufferRole::Output),
-            buffer("r", ty, 1, BufferRole::Output),
-        ],
-        vec![],
-        body,
-    )
+    let divisor = Expr::broadcast(Expr::int(ty, c), lanes);
+    divmod_by(ty, lanes, divisor, &["a"])
 }
 
 /// Division and modulo of `ty` lanes by lanes: `q = a / b`, `r = a % b`.
 pub fn divmod_lanes(ty: Type, lanes: u16) -> argent_ir::Module {
+    let divisor = Expr::load(ty, "b", dense(x() * lanes as i64, lanes));
+    divmod_by(ty, lanes, divisor, &["a", "b"])
+}
+
+/// `q = a / divisor`, `r = a % divisor` over vectors of `lanes`, with
+/// `inputs` (`a` first) as the input buffers.
+fn divmod_by(ty: Type, lanes: u16, divisor: Expr, inputs: &[&str]) -> argent_ir::Module {
     let idx = dense(x() * lanes as i64, lanes);
     let a = Expr::load(ty, "a", idx.clone());
-    let b = Expr::load(ty, "b", idx.clone());
     let body = for_loop(
         "x",
         Expr::i32(0),
         Expr::div(Expr::var_i32("a.extent.0"), Expr::i32(lanes as i64)),
         ForKind::Vectorized,
         Stmt::Block(vec![
-            store("q", idx.clone(), Expr::div(a.clone(), b.clone())),
-            store("r", idx, Expr::modulo(a, b)),
+            store("q", idx.clone(), Expr::div(a.clone(), divisor.clone())),
+            store("r", idx, Expr::modulo(a, divisor)),
         ]),
     );
-    module(
-        vec![
-            buffer("a", ty, 1, BufferRole::Input),
-            buffer("b", ty, 1, BufferRole::Input),
-            buffer("q", ty, 1, BufferRole::Output),
-            buffer("r", ty, 1, BufferRole::Output),
-        ],
-        vec![],
-        body,
-    )
+    let mut buffers: Vec<_> = inputs
+        .iter()
+        .map(|name| buffer(name, ty, 1, BufferRole::Input))
+        .collect();
+    buffers.push(buffer("q", ty, 1, BufferRole::Output));
+    buffers.push(buffer("r", ty, 1, BufferRole::Output));
+    module(buffers, vec![], body)
 }
 
 /// The 3-tap box blur on u16: `out[x] = (in[x] + in[x+1] + in[x+2]) / 3`.
