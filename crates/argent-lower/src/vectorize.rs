@@ -636,6 +636,25 @@ mod tests {
         module_1d(body)
     }
 
+    /// Vectorises `vector`'s loop over x (8 lanes), asserts that the loop
+    /// is gone and that the result equals `serial`'s on `pixels`, and
+    /// returns the vectorised body's text.
+    fn widened_like_serial(
+        serial: &argent_ir::Module,
+        mut vector: argent_ir::Module,
+        pixels: &[i64],
+    ) -> String {
+        vector.body = vectorize(&vector.body);
+        let text = vector.body.to_string();
+        assert!(!text.contains("for (x,"), "the loop over x stays:\n{text}");
+        assert_eq!(
+            run_1d(serial, pixels, 0, 8).map(|r| r.0),
+            run_1d(&vector, pixels, 0, 8).map(|r| r.0),
+            "{text}"
+        );
+        text
+    }
+
     #[test]
     fn dense_loads_and_stores() {
         let m = loop_module(ForKind::Vectorized, 8, input(x() + 1) * 3 + x());
@@ -733,11 +752,11 @@ mod tests {
                 }),
             }),
         };
-        let serial = module_1d(per_x(ForKind::Serial));
-        let mut vector = module_1d(per_x(ForKind::Vectorized));
-        vector.body = vectorize(&vector.body);
-        let text = vector.body.to_string();
-        assert!(!text.contains("for (x,"), "the loop over x stays:\n{text}");
+        let text = widened_like_serial(
+            &module_1d(per_x(ForKind::Serial)),
+            module_1d(per_x(ForKind::Vectorized)),
+            &ramp_input(12),
+        );
         assert!(
             text.contains("allocate acc: i32[(1 * 8)]"),
             "one accumulator per lane:\n{text}"
@@ -746,12 +765,6 @@ mod tests {
             text.contains("let s.x = s.min"),
             "the one-point loop binds its variable:\n{text}"
         );
-        let input = ramp_input(12);
-        assert_eq!(
-            run_1d(&serial, &input, 0, 8).map(|r| r.0),
-            run_1d(&vector, &input, 0, 8).map(|r| r.0),
-            "{text}"
-        );
     }
 
     #[test]
@@ -759,16 +772,10 @@ mod tests {
         // An alpha channel passed through: both sides read in(x), so every
         // lane's loads are in bounds whichever side it takes.
         let alpha = Expr::select(Expr::eq(x(), Expr::i32(3)), input(x()), input(x()) * 2 + 1);
-        let serial = loop_module(ForKind::Serial, 8, alpha.clone());
-        let mut vector = loop_module(ForKind::Vectorized, 8, alpha);
-        vector.body = vectorize(&vector.body);
-        let text = vector.body.to_string();
-        assert!(!text.contains("for (x,"), "the loop over x stays:\n{text}");
-        let pixels = ramp_input(8);
-        assert_eq!(
-            run_1d(&serial, &pixels, 0, 8).map(|r| r.0),
-            run_1d(&vector, &pixels, 0, 8).map(|r| r.0),
-            "{text}"
+        widened_like_serial(
+            &loop_module(ForKind::Serial, 8, alpha.clone()),
+            loop_module(ForKind::Vectorized, 8, alpha),
+            &ramp_input(8),
         );
         // Different elements on each side: serial.
         let shifted = Expr::select(Expr::eq(x(), Expr::i32(3)), input(x()), input(x() + 1));
@@ -796,18 +803,13 @@ mod tests {
                 pow(input(x())) * Expr::f32(500.0),
             ),
         );
-        let serial = loop_module(ForKind::Serial, 8, value.clone());
-        let mut vector = loop_module(ForKind::Vectorized, 8, value);
-        vector.body = vectorize(&vector.body);
-        let text = vector.body.to_string();
-        assert!(!text.contains("for (x,"), "the loop over x stays:\n{text}");
-        assert!(!text.contains("pow("), "the call stays:\n{text}");
         let pixels: Vec<i64> = (0..8).map(|k| k * 37).collect();
-        assert_eq!(
-            run_1d(&serial, &pixels, 0, 8).map(|r| r.0),
-            run_1d(&vector, &pixels, 0, 8).map(|r| r.0),
-            "{text}"
+        let text = widened_like_serial(
+            &loop_module(ForKind::Serial, 8, value.clone()),
+            loop_module(ForKind::Vectorized, 8, value),
+            &pixels,
         );
+        assert!(!text.contains("pow("), "the call stays:\n{text}");
     }
 
     #[test]
@@ -840,16 +842,10 @@ mod tests {
                 ])),
             }),
         };
-        let serial = module_1d(per_x(ForKind::Serial));
-        let mut vector = module_1d(per_x(ForKind::Vectorized));
-        vector.body = vectorize(&vector.body);
-        let text = vector.body.to_string();
-        assert!(!text.contains("for (x,"), "the loop over x stays:\n{text}");
-        let input = ramp_input(8);
-        assert_eq!(
-            run_1d(&serial, &input, 0, 8).map(|r| r.0),
-            run_1d(&vector, &input, 0, 8).map(|r| r.0),
-            "{text}"
+        widened_like_serial(
+            &module_1d(per_x(ForKind::Serial)),
+            module_1d(per_x(ForKind::Vectorized)),
+            &ramp_input(8),
         );
     }
 
