@@ -454,20 +454,34 @@ impl Partitioner {
         // nesting level; only their vectorised loops get a guarded
         // steady-state copy.
         let end = simplify(&Expr::add(min.clone(), extent.clone()));
-        let lo = steady
-            .lower
-            .iter()
-            .fold(min.clone(), |acc, b| Expr::max(acc, b.clone()));
-        let lo = simplify(&Expr::min(lo, end.clone()));
-        let hi = steady.upper.iter().fold(end.clone(), |acc, b| {
-            Expr::min(acc, Expr::add(b.clone(), Expr::i32(1)))
-        });
+        // A side without bounds has no boundary piece: the steady state
+        // starts at the loop's start (ends at its end). Clamping the
+        // start to the end as well, `min(x.min, x.min + extent)`, would
+        // keep a prologue that runs for no extent the loop can have (no
+        // extent is negative), with a whole copy of the body: the tiles
+        // and strips of a split loop have a ragged end only.
+        let lo = if steady.lower.is_empty() {
+            min.clone()
+        } else {
+            let lo = steady
+                .lower
+                .iter()
+                .fold(min.clone(), |acc, b| Expr::max(acc, b.clone()));
+            simplify(&Expr::min(lo, end.clone()))
+        };
         let (lo_name, hi_name) = (format!("{var}.steady.min"), format!("{var}.steady.end"));
         let (lo_var, hi_var) = (
             Expr::var_i32(lo_name.clone()),
             Expr::var_i32(hi_name.clone()),
         );
-        let hi = simplify(&Expr::max(Expr::min(hi, end.clone()), lo_var.clone()));
+        let hi = if steady.upper.is_empty() {
+            end.clone()
+        } else {
+            let hi = steady.upper.iter().fold(end.clone(), |acc, b| {
+                Expr::min(acc, Expr::add(b.clone(), Expr::i32(1)))
+            });
+            simplify(&Expr::max(Expr::min(hi, end.clone()), lo_var.clone()))
+        };
         if steady.versioning {
             // One loop whose innermost statements with boundary cases each
             // choose between their steady state and their original form:
@@ -500,11 +514,15 @@ impl Partitioner {
             kind: *kind,
             body: Box::new(body),
         };
-        let loops = Stmt::block(vec![
-            piece(min, &lo_var, body.clone()),
-            piece(&lo_var, &hi_var, steady_body),
-            piece(&hi_var, &end, body),
-        ]);
+        let mut pieces = Vec::with_capacity(3);
+        if !steady.lower.is_empty() {
+            pieces.push(piece(min, &lo_var, body.clone()));
+        }
+        pieces.push(piece(&lo_var, &hi_var, steady_body));
+        if !steady.upper.is_empty() {
+            pieces.push(piece(&hi_var, &end, body));
+        }
+        let loops = Stmt::block(pieces);
         Stmt::LetStmt {
             name: lo_name,
             value: lo,
@@ -1967,14 +1985,8 @@ mod tests {
         };
         let s = partitioned(&over_output(ForKind::Serial, guarded));
         expect![[r#"
-            let x.steady.min = min(out.min.0, (out.extent.0 + out.min.0))
-            let x.steady.end = max(x.steady.min, min(n, (out.extent.0 + out.min.0)))
-            for (x, out.min.0, (x.steady.min - out.min.0)) {
-              if (likely((x < n))) {
-                out(x) = x
-              }
-            }
-            for (x, x.steady.min, (x.steady.end - x.steady.min)) {
+            let x.steady.end = max(out.min.0, min(n, (out.extent.0 + out.min.0)))
+            for (x, out.min.0, (x.steady.end - out.min.0)) {
               out(x) = x
             }
             for (x, x.steady.end, ((out.extent.0 + out.min.0) - x.steady.end)) {
@@ -2029,13 +2041,16 @@ mod tests {
     #[test]
     fn assumed_guards_remove_clamps() {
         let text = partitioned(&guarded_split()).to_string();
+        // The tiles have a ragged end only: the steady state starts with
+        // the first tile, without a prologue.
+        assert!(!text.contains("xo.steady.min"), "{text}");
         let start = text
-            .find("for (xo, xo.steady.min")
+            .find("for (xo, 0, xo.steady.end")
             .expect("a steady-state loop");
         let steady = &text[start..];
         let steady = &steady[..steady.find("\n}").unwrap() + 2];
         expect![[r#"
-            for (xo, xo.steady.min, (xo.steady.end - xo.steady.min)) {
+            for (xo, 0, xo.steady.end) {
               for (xi, 0, 8) {
                 out((xi + (xo * 8))) = (in((xi + (xo * 8))) * 2)
               }
@@ -2335,8 +2350,7 @@ mod tests {
         // split.
         let s = argent_arith::simplify_stmt(&partition_loops_versioning_over(&guarded_split(), 0));
         expect![[r#"
-            let xo.steady.min = min(((out.extent.0 + 7) / 8), 0)
-            let xo.steady.end = max(xo.steady.min, min((out.extent.0 / 8), ((out.extent.0 + 7) / 8)))
+            let xo.steady.end = max(min((out.extent.0 / 8), ((out.extent.0 + 7) / 8)), 0)
             for (xo, 0, ((out.extent.0 + 7) / 8)) {
               if ((xo < xo.steady.end)) {
                 for (xi, 0, 8) {

@@ -61,63 +61,63 @@ fn box_blur_steady_state_is_v128_without_clamps() {
     let wat = example_wat("box_blur.ag");
     expect![[r#"
         2 steady-state loops; the first:
-        local.get 638
+        local.get 351
         i32.const 8
         i32.mul
         local.get 9
         i32.add
-        local.get 613
+        local.get 318
         i32.add
-        local.get 637
+        local.get 350
         i32.add
         local.get 2
         i32.sub
-        local.set 660
-        local.get 662
+        local.set 373
+        local.get 375
         v128.load align=1
-        local.set 658
-        local.get 662
+        local.set 371
+        local.get 375
         v128.load offset=2 align=1
-        local.set 391
-        local.get 658
-        local.get 391
+        local.set 314
+        local.get 371
+        local.get 314
         i16x8.add
-        local.set 656
-        local.get 662
+        local.set 369
+        local.get 375
         v128.load offset=4 align=1
-        local.set 655
-        local.get 656
-        local.get 655
+        local.set 368
+        local.get 369
+        local.get 368
         i16x8.add
-        local.set 398
-        local.get 398
-        local.get 668
+        local.set 288
+        local.get 288
+        local.get 381
         i32x4.extmul_low_i16x8_u
         i32.const 17
         i32x4.shr_u
-        local.get 398
-        local.get 668
+        local.get 288
+        local.get 381
         i32x4.extmul_high_i16x8_u
         i32.const 17
         i32x4.shr_u
         i16x8.narrow_i32x4_u
-        local.set 361
-        local.get 664
-        local.get 361
+        local.set 289
+        local.get 377
+        local.get 289
         v128.store offset=512 align=1
-        local.get 664
+        local.get 377
         i32.const 16
         i32.add
-        local.set 664
-        local.get 662
+        local.set 377
+        local.get 375
         i32.const 16
         i32.add
-        local.set 662
-        local.get 638
+        local.set 375
+        local.get 351
         i32.const 1
         i32.add
-        local.tee 638
-        local.get 666
+        local.tee 351
+        local.get 379
         i32.lt_s
         br_if 0 (;@8;)"#]]
     .assert_eq(&steady_loops(&wat));
