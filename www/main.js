@@ -117,7 +117,7 @@ async function compileAndRun() {
     showStats([
       ["mode", `${runtime.mode} (${runtime.modeReason})`],
       ["code", pipeline.simd ? "SIMD128" : "scalar"],
-      ["compile (source to bytes)", `${t.toBytes.toFixed(1)} ms (parse ${t.parse.toFixed(1)}, lower ${t.lower.toFixed(1)}, codegen ${t.codegen.toFixed(1)})`],
+      ["compile (source to bytes)", `${t.toBytes.toFixed(1)} ms (in the compiler worker ${t.inCompiler.toFixed(1)} ms: parse ${t.parse.toFixed(1)}, lower ${t.lower.toFixed(1)}, codegen ${t.codegen.toFixed(1)})`],
       ["engine compile", `${t.engineCompile.toFixed(1)} ms`],
       ["run", `${result.timings.total.toFixed(2)} ms: execute ${result.timings.execute.toFixed(2)} ms (${result.stats.iterationsPerThread.join(" + ")} parallel iterations per thread), marshal ${result.timings.marshal.toFixed(2)} ms, overhead ${result.timings.overhead.toFixed(2)} ms`],
       ["output", `${output.width}x${output.height}x${output.channels} ${output.type}`],
