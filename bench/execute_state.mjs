@@ -4,6 +4,11 @@
 //
 //   node --no-liftoff bench/execute_state.mjs [ROUNDS]
 //   V="runtime,worker" node --no-liftoff bench/execute_state.mjs 61
+//   BLUR=FILE.ag HALIDE=strip node --no-liftoff bench/execute_state.mjs 31
+//
+// BLUR names another schedule of the blur (default examples/box_blur.ag),
+// HALIDE the Halide module to compare with (`paper`, the default, or
+// `strip`: bench/halide/gen.py's schedules).
 //
 // Needs web/dist built from the current compiler (scripts/build-web.sh;
 // a stale web/pkg generates different code) and bench/build (the Halide
@@ -29,6 +34,7 @@ import { openSync, readFileSync, readSync, writeSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
+import { rawModule } from "./raw-module.mjs";
 
 const repo = join(dirname(fileURLToPath(import.meta.url)), "..");
 const argent = await import(pathToFileURL(join(repo, "web", "dist", "index.js")).href);
@@ -40,7 +46,8 @@ for (let i = 0, s = 7; i < input.length; i++) {
 }
 
 const runtime = await argent.createRuntime({ threads: 1 });
-const pipeline = await runtime.compile(readFileSync(join(repo, "examples", "box_blur.ag"), "utf8"));
+const pipeline = await runtime.compile(readFileSync(process.env.BLUR ?? join(repo, "examples", "box_blur.ag"), "utf8"));
+const halideSchedule = process.env.HALIDE ?? "paper";
 const request = { inputs: { in: { data: input, width: W, height: H, channels: 1 } } };
 const reusing = { ...request, into: { blur_y: new Uint16Array(W * H) } };
 
@@ -60,64 +67,15 @@ function counters(command) {
 }
 
 /** The runtime's module on a memory of its own, laid out as the runtime does. */
-function rawArgent() {
-  const { abi } = pipeline;
-  const ARGS = 1024;
-  const memory = new WebAssembly.Memory({ initial: 32, maximum: 65536, shared: abi.sharedMemory });
-  let tasks = [];
-  const instance = new WebAssembly.Instance(new WebAssembly.Module(pipeline.wasm), {
-    env: {
-      memory,
-      // One thread: the loop runs here, as the runtime's driver runs it without helpers.
-      parallel_for(task, closure, min, extent) {
-        for (let i = 0; i < extent; i++) {
-          const status = tasks[task](closure, min + i);
-          if (status) return status;
-        }
-        return 0;
-      },
-    },
-  });
-  tasks = abi.tasks.map((t) => instance.exports[t.export]);
-  const align = (v) => Math.ceil(v / 64) * 64;
-  const bases = [];
-  let cursor = align(ARGS + abi.argsSize);
-  for (let i = 0; i < abi.buffers.length; i++) {
-    bases.push(cursor);
-    cursor = align(cursor + W * H * 2 + 64);
-  }
-  memory.grow(Math.ceil((cursor + (1 << 20) - memory.buffer.byteLength) / 65536));
-  const view = new DataView(memory.buffer);
-  abi.buffers.forEach((b, i) => {
-    view.setInt32(ARGS + b.offset, bases[i], true);
-    [[W, 1], [H, W]].forEach(([extent, stride], d) => {
-      view.setInt32(ARGS + b.offset + 4 + 12 * d, 0, true);
-      view.setInt32(ARGS + b.offset + 8 + 12 * d, extent, true);
-      view.setInt32(ARGS + b.offset + 12 + 12 * d, stride, true);
-    });
-  });
-  const [inBase, outBase] = ["input", "output"].map((role) => bases[abi.buffers.findIndex((b) => b.role === role)]);
-  return {
-    memory, inBase, outBase, heapTop: cursor,
-    call() {
-      view.setInt32(ARGS + abi.heapTopOffset, cursor, true);
-      counters("enable");
-      const t0 = performance.now();
-      const status = instance.exports.run(ARGS);
-      const ms = performance.now() - t0;
-      counters("disable");
-      if (status !== 0) throw new Error(`status ${status}`);
-      return ms;
-    },
-  };
-}
+const rawArgent = () => rawModule(pipeline, W, H, 2);
+const counted = (on) => counters(on ? "enable" : "disable");
 
-/** Halide's blur (paper schedule) with bench/run.mjs's loader, taken from its source. */
+/** Halide's blur (schedule `halideSchedule`) with bench/run.mjs's loader, taken from its source. */
 async function rawHalide() {
   const bench = readFileSync(join(repo, "bench", "run.mjs"), "utf8");
   const source = bench.slice(bench.indexOf("async function loadHalide"), bench.indexOf("function check(status"));
   const loadHalide = new Function("readFileSync", `return ${source}`)(readFileSync);
-  const h = await loadHalide(join(repo, "bench", "build", "halide_blur_paper.wasm"));
+  const h = await loadHalide(join(repo, "bench", "build", `halide_blur_${halideSchedule}.wasm`));
   const dims = [{ min: 0, extent: W, stride: 1 }, { min: 0, extent: H, stride: W }];
   const inBuf = h.buffer(1, 16, dims);
   const outBuf = h.buffer(1, 16, dims);
@@ -127,7 +85,7 @@ async function rawHalide() {
     call() {
       counters("enable");
       const t0 = performance.now();
-      const status = h.exports.halide_blur_paper(inBuf.desc, outBuf.desc);
+      const status = h.exports[`halide_blur_${halideSchedule}`](inBuf.desc, outBuf.desc);
       const ms = performance.now() - t0;
       counters("disable");
       if (status !== 0) throw new Error(`status ${status}`);
@@ -185,7 +143,7 @@ function inWorker(m) {
 
 const afterCopies = (m) => () => {
   new Uint16Array(m.memory.buffer, m.inBase, W * H).set(input);
-  const ms = m.call();
+  const ms = m.call(counted);
   globalThis.kept = new Uint16Array(m.memory.buffer, m.outBase, W * H).slice();
   return ms;
 };
@@ -199,7 +157,7 @@ const variants = {
   // The output written into one reused array: no 12 MiB allocation per run.
   "runtime execute, into": async () => (await pipeline.run(reusing)).timings.execute,
   "raw Argent after copies": afterCopies(ra),
-  "raw Argent hot": () => ra.call(),
+  "raw Argent hot": () => ra.call(counted),
   "worker, copies by main": rw.copyHere,
   "worker, copies by worker": rw.copyThere,
   "raw Halide after copies": afterCopies(rh),
