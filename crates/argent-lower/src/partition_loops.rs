@@ -2366,7 +2366,8 @@ mod tests {
                 }
               }
             }
-        "#]].assert_eq(&s.to_string());
+        "#]]
+        .assert_eq(&s.to_string());
         let original = module_1d(guarded_split());
         let versioned = module_1d(s);
         for n in [1, 7, 8, 9, 23, 24] {
