@@ -156,6 +156,7 @@ impl Partitioner {
             next_context: 0,
             solved: RefCell::default(),
             inner_scopes: RefCell::default(),
+            loop_contexts: Vec::new(),
         };
         let steady_body = steady.mutate_stmt(body);
         if steady.lower.is_empty() && steady.upper.is_empty() {
@@ -431,6 +432,7 @@ impl Partitioner {
             next_context: 0,
             solved: RefCell::default(),
             inner_scopes: RefCell::default(),
+            loop_contexts: Vec::new(),
         };
         let steady_body = steady.mutate_stmt(body);
         if steady.lower.is_empty() && steady.upper.is_empty() {
@@ -928,12 +930,17 @@ struct Steady<'a> {
     /// same clamp recurs in every tap of a stencil, and each solution
     /// substitutes the lets, simplifies and bounds anew.
     solved: RefCell<SolutionMemo>,
-    /// The ranges of the inner loops around the current point by context
-    /// id (`None` where a range is too large to substitute): every
-    /// condition of a context that mentions an inner loop variable needs
-    /// them, and each computation substitutes the lets into every range
-    /// and bounds it.
+    /// The ranges of the inner loops around the current point by the
+    /// context id of the innermost one (`None` where a range is too large
+    /// to substitute): every condition inside that mentions an inner loop
+    /// variable needs them, and each computation substitutes the lets
+    /// into every range and bounds it.
     inner_scopes: RefCell<FastHashMap<usize, Option<Scope>>>,
+    /// The context id of each enclosing inner loop, innermost last: the
+    /// inner loops' ranges change only where a loop is entered, so the
+    /// lets inside the innermost one (the taps of a stencil) share its
+    /// scope.
+    loop_contexts: Vec<usize>,
 }
 
 /// Solutions of conditions `d <= 0` by (context id, structural hash of
@@ -1481,14 +1488,15 @@ impl Steady<'_> {
             .iter()
             .any(|(v, _, _)| argent_ir::visit::expr_uses_var(&d, v))
         {
-            let known = self.inner_scopes.borrow().get(&self.context).cloned();
+            let loop_context = self.loop_contexts.last().copied().unwrap_or(0);
+            let known = self.inner_scopes.borrow().get(&loop_context).cloned();
             let scope = match known {
                 Some(scope) => scope,
                 None => {
                     let scope = self.inner_loop_scope();
                     self.inner_scopes
                         .borrow_mut()
-                        .insert(self.context, scope.clone());
+                        .insert(loop_context, scope.clone());
                     scope
                 }
             }?;
@@ -1799,6 +1807,7 @@ impl Steady<'_> {
 
     fn push_loop(&mut self, var: &str, min: &Expr, extent: &Expr) {
         self.enter_context();
+        self.loop_contexts.push(self.context);
         let dependent = self.depends_on_var(min) || self.depends_on_var(extent);
         self.mark(var, dependent);
         self.loop_dependent.push(dependent);
@@ -1808,6 +1817,7 @@ impl Steady<'_> {
 
     fn pop_loop(&mut self) {
         self.leave_context();
+        self.loop_contexts.pop();
         if let (Some((var, _, _)), Some(dependent)) = (self.loops.pop(), self.loop_dependent.pop())
         {
             self.unmark(&var, dependent);
