@@ -426,27 +426,32 @@ pub fn substitute(e: &Expr, name: &str, replacement: &Expr) -> Expr {
     Subst { name, replacement }.mutate_expr(e)
 }
 
-/// Whether `e` mentions the variable `name` (free or not).
-pub fn expr_uses_var(e: &Expr, name: &str) -> bool {
-    struct Finder<'a> {
-        name: &'a str,
+/// Whether some subexpression of `e` (`e` included) satisfies `pred`,
+/// searched outermost first and stopping at the first one: the shared
+/// form of the many "does it mention ..." questions passes ask.
+pub fn expr_any(e: &Expr, pred: impl FnMut(&Expr) -> bool) -> bool {
+    struct Search<P> {
+        pred: P,
         found: bool,
     }
-    impl Visitor for Finder<'_> {
+    impl<P: FnMut(&Expr) -> bool> Visitor for Search<P> {
         fn visit_expr(&mut self, e: &Expr) {
             if self.found {
                 return;
             }
-            if let ExprKind::Var(n) = e.kind()
-                && n == self.name
-            {
+            if (self.pred)(e) {
                 self.found = true;
                 return;
             }
             walk_expr(self, e);
         }
     }
-    let mut f = Finder { name, found: false };
-    f.visit_expr(e);
-    f.found
+    let mut search = Search { pred, found: false };
+    search.visit_expr(e);
+    search.found
+}
+
+/// Whether `e` mentions the variable `name` (free or not).
+pub fn expr_uses_var(e: &Expr, name: &str) -> bool {
+    expr_any(e, |e| matches!(e.kind(), ExprKind::Var(n) if n == name))
 }

@@ -35,8 +35,8 @@ use argent_arith::interval::{Interval, Scope, bounds_of_expr_in_scope};
 use argent_arith::simplify::split_linear;
 use argent_arith::{const_int, simplify, vars_of};
 use argent_ir::visit::{
-    Mutator, ScopedMutator, Visitor, expr_uses_var, mutate_expr_children, mutate_expr_scoped,
-    mutate_stmt_children, mutate_stmt_scoped, substitute, walk_expr, walk_stmt,
+    Mutator, ScopedMutator, Visitor, expr_any, expr_uses_var, mutate_expr_children,
+    mutate_expr_scoped, mutate_stmt_children, mutate_stmt_scoped, substitute, walk_expr, walk_stmt,
 };
 use argent_ir::{BinOp, CallTarget, Expr, ExprKind, ForKind, Intrinsic, Stmt, Type, UnaryOp};
 use std::cell::RefCell;
@@ -690,22 +690,7 @@ fn is_likely_call(e: &Expr) -> Option<&Expr> {
 
 /// Whether `e` has a `likely` call anywhere inside.
 fn contains_likely(e: &Expr) -> bool {
-    struct Find(bool);
-    impl Visitor for Find {
-        fn visit_expr(&mut self, e: &Expr) {
-            if self.0 {
-                return;
-            }
-            if is_likely_call(e).is_some() {
-                self.0 = true;
-            } else {
-                walk_expr(self, e);
-            }
-        }
-    }
-    let mut find = Find(false);
-    find.visit_expr(e);
-    find.0
+    expr_any(e, |e| is_likely_call(e).is_some())
 }
 
 /// Whether `e` is a `likely` call or a min/max with such an operand.
@@ -1111,22 +1096,10 @@ impl<'a> Prover<'a> {
 
     /// Whether `e` mentions a variable of the loops in scope.
     fn mentions_loop(&self, e: &Expr) -> bool {
-        struct Find<'n>(&'n FastHashMap<String, usize>, bool);
-        impl Visitor for Find<'_> {
-            fn visit_expr(&mut self, e: &Expr) {
-                if self.1 {
-                    return;
-                }
-                if let ExprKind::Var(n) = e.kind() {
-                    self.1 = self.0.contains_key(n);
-                } else {
-                    walk_expr(self, e);
-                }
-            }
-        }
-        let mut find = Find(&self.loop_names, false);
-        find.visit_expr(e);
-        find.1
+        expr_any(
+            e,
+            |e| matches!(e.kind(), ExprKind::Var(n) if self.loop_names.contains_key(n)),
+        )
     }
 
     fn push_let(&mut self, name: &str, value: &Expr) {
