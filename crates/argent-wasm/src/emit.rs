@@ -1340,8 +1340,18 @@ impl<'c> FnBuilder<'c> {
                     matches!(s, Stmt::Store { index, value, .. }
                         if index.ty().is_scalar() && value.ty().is_scalar())
                 };
+                let vector_store = |s: &Stmt| {
+                    matches!(s, Stmt::Store { index, value, .. }
+                        if index.ty().is_vector() || value.ty().is_vector())
+                };
                 let mut k = 0;
                 while k < stmts.len() {
+                    let vectors = stmts[k..].iter().take_while(|s| vector_store(s)).count();
+                    if vectors >= 2 && self.ctx.options.simd {
+                        self.with_temporaries(|s| s.vector_store_run(&stmts[k..k + vectors]))?;
+                        k += vectors;
+                        continue;
+                    }
                     let run = stmts[k..].iter().take_while(|s| scalar_store(s)).count();
                     if run < 2 {
                         self.stmt(&stmts[k])?;
@@ -1390,6 +1400,67 @@ impl<'c> FnBuilder<'c> {
                 CodegenError::NotLowered(format!("multi-dimensional access to {func}")),
             ),
         }
+    }
+
+    /// Consecutive vector stores (the rows of an unrolled loop, say) share
+    /// the vectors and scalars they compute, as the values of one store
+    /// do, except what loads from a buffer stored in between. Two output
+    /// rows of a vertical stencil read mostly the same rows of its input:
+    /// each is loaded once. Buffers of different names never overlap, and
+    /// locals stay reserved until the run ends.
+    fn vector_store_run(&mut self, stores: &[Stmt]) -> Result<(), CodegenError> {
+        let outer_vectors = self.vector_cache.replace(Vec::new());
+        let outer_scalars = self.scalar_cache.replace(Vec::new());
+        let r = (|| {
+            for st in stores {
+                let Stmt::Store {
+                    buffer,
+                    index,
+                    value,
+                } = st
+                else {
+                    unreachable!("a run of vector stores holds stores only");
+                };
+                let mark = self.code.len();
+                let vectors = self.vector_cache.as_ref().map_or(0, Vec::len);
+                let scalars = self.scalar_cache.as_ref().map_or(0, Vec::len);
+                let outer_scopes = std::mem::replace(&mut self.statement_scopes, self.scopes.len());
+                let outer_gathers =
+                    std::mem::replace(&mut self.statement_gathers, crate::simd::gathers_of(value));
+                let stored = self.vstore_shared(buffer, index, value);
+                self.statement_scopes = outer_scopes;
+                self.statement_gathers = outer_gathers;
+                match stored {
+                    Ok(()) => {}
+                    Err(crate::simd::VErr::Fatal(e)) => return Err(e),
+                    Err(crate::simd::VErr::Unsupported) => {
+                        // What the abandoned attempt computed is gone with
+                        // its code.
+                        self.code.truncate(mark);
+                        if let Some(cache) = &mut self.vector_cache {
+                            cache.truncate(vectors);
+                        }
+                        if let Some(cache) = &mut self.scalar_cache {
+                            cache.truncate(scalars);
+                        }
+                        let cached = (self.vector_cache.take(), self.scalar_cache.take());
+                        let r = self.store(buffer, index, value);
+                        (self.vector_cache, self.scalar_cache) = cached;
+                        r?;
+                    }
+                }
+                if let Some(cache) = &mut self.vector_cache {
+                    cache.retain(|c| !loads_from(c.expr(), buffer));
+                }
+                if let Some(cache) = &mut self.scalar_cache {
+                    cache.retain(|(e, _, _)| !loads_from(e, buffer));
+                }
+            }
+            Ok(())
+        })();
+        self.vector_cache = outer_vectors;
+        self.scalar_cache = outer_scalars;
+        r
     }
 
     fn store(&mut self, buffer: &str, index: &Expr, value: &Expr) -> Result<(), CodegenError> {

@@ -87,6 +87,7 @@ fn every_program_validates_with_every_option_set() {
         alloc_param(),
         parallel_blur(),
         dot_i16(),
+        rows_of_taps(),
     ];
     for program in &programs {
         for options in ALL_OPTIONS {
@@ -706,100 +707,92 @@ fn clamped_ramp_loads_densely_when_every_lane_is_inside() {
             local.get 24
             i32x4.max_s
             local.set 26
-            local.get 15
-            local.get 25
-            i32x4.mul
-            local.set 27
-            local.get 15
-            local.get 26
-            i32x4.mul
-            local.set 28
             local.get 1
             i32.const 0
             i32.const 1
             i32.shl
             i32.add
-            local.set 29
-            local.get 29
+            local.set 27
             local.get 27
+            local.get 25
             i32x4.extract_lane 0
+            i32.const 1
+            i32.shl
+            local.tee 29
+            i32.add
+            v128.load16_splat
+            local.set 28
+            local.get 27
+            local.get 25
+            i32x4.extract_lane 1
+            i32.const 1
+            i32.shl
+            local.tee 30
+            i32.add
+            local.get 28
+            v128.load16_lane 1
+            local.set 28
+            local.get 27
+            local.get 25
+            i32x4.extract_lane 2
             i32.const 1
             i32.shl
             local.tee 31
             i32.add
-            v128.load16_splat
-            local.set 30
-            local.get 29
+            local.get 28
+            v128.load16_lane 2
+            local.set 28
             local.get 27
-            i32x4.extract_lane 1
+            local.get 25
+            i32x4.extract_lane 3
             i32.const 1
             i32.shl
             local.tee 32
             i32.add
-            local.get 30
-            v128.load16_lane 1
-            local.set 30
-            local.get 29
+            local.get 28
+            v128.load16_lane 3
+            local.set 28
             local.get 27
-            i32x4.extract_lane 2
+            local.get 26
+            i32x4.extract_lane 0
             i32.const 1
             i32.shl
             local.tee 33
             i32.add
-            local.get 30
-            v128.load16_lane 2
-            local.set 30
-            local.get 29
+            local.get 28
+            v128.load16_lane 4
+            local.set 28
             local.get 27
-            i32x4.extract_lane 3
+            local.get 26
+            i32x4.extract_lane 1
             i32.const 1
             i32.shl
             local.tee 34
             i32.add
-            local.get 30
-            v128.load16_lane 3
-            local.set 30
-            local.get 29
             local.get 28
-            i32x4.extract_lane 0
+            v128.load16_lane 5
+            local.set 28
+            local.get 27
+            local.get 26
+            i32x4.extract_lane 2
             i32.const 1
             i32.shl
             local.tee 35
             i32.add
-            local.get 30
-            v128.load16_lane 4
-            local.set 30
-            local.get 29
             local.get 28
-            i32x4.extract_lane 1
+            v128.load16_lane 6
+            local.set 28
+            local.get 27
+            local.get 26
+            i32x4.extract_lane 3
             i32.const 1
             i32.shl
             local.tee 36
             i32.add
-            local.get 30
-            v128.load16_lane 5
-            local.set 30
-            local.get 29
             local.get 28
-            i32x4.extract_lane 2
-            i32.const 1
-            i32.shl
-            local.tee 37
-            i32.add
-            local.get 30
-            v128.load16_lane 6
-            local.set 30
-            local.get 29
-            local.get 28
-            i32x4.extract_lane 3
-            i32.const 1
-            i32.shl
-            local.tee 38
-            i32.add
-            local.get 30
             v128.load16_lane 7
-            local.set 30
-            local.get 30
+            local.set 28
+            local.get 28
             local.set 19
             end
             local.get 14
@@ -952,6 +945,31 @@ fn consecutive_scalar_stores_share_values() {
     assert_eq!(
         (count("f32.load"), count("f32.div"), count("f32.store")),
         (1, 1, 2),
+        "{body}"
+    );
+}
+
+#[test]
+fn widened_rows_load_widening_once_across_stores() {
+    // Two output rows of a u16 stencil widened to u32 read four input
+    // rows, each loaded once, widening as it loads (two
+    // `v128.load16x4_u`); `* 4` and `* 2` are shifts; the buffer read by
+    // later stores after a store to it is loaded again (see
+    // `rows_of_taps`).
+    let body = inner_loop(&wat(&rows_of_taps(), CodegenOptions::default()));
+    let count = |op: &str| body.lines().filter(|l| l.starts_with(op)).count();
+    assert_eq!(
+        (
+            count("v128.load16x4_u"),
+            count("i32x4.extend"),
+            count("i32x4.shl"),
+            count("i32x4.mul"),
+            count("v128.load "),
+            count("v128.store"),
+        ),
+        // Loads: out[x] for t (twice: before and after out[x] is stored)
+        // and t[x] once, two registers each.
+        (8, 0, 8, 4, 6, 10),
         "{body}"
     );
 }

@@ -266,6 +266,22 @@ fn vectorised_blur_u16() {
 }
 
 #[test]
+fn stores_sharing_widened_rows_match_reference() {
+    // Four rows of u16 in; the later stores read back what earlier ones
+    // stored (see `rows_of_taps`).
+    let n = N as usize;
+    check_against_reference(
+        &rows_of_taps(),
+        &[
+            typed(random_bytes(2 * 4 * n, 21), 2),
+            typed(vec![0; 4 * 2 * n], 4),
+            typed(vec![0; 4 * n], 4),
+        ],
+        &[],
+    );
+}
+
+#[test]
 fn clamped_ramp_loads_match_reference_inside_and_at_the_edges() {
     // Images 37 elements wide read by 6 vectors of 8 lanes from x - 1:
     // the first vector reads below 0, the fifth and sixth above 36, the

@@ -520,3 +520,54 @@ pub fn clamped_ramp_load(k: i64, c: i64) -> argent_ir::Module {
         body,
     )
 }
+
+/// Rows of a vertical stencil on u16 rows `N` apart, widened to u32, as
+/// an unrolled loop over two output rows writes it, then stores that
+/// read back what the run stored:
+/// ```text
+/// out[x]     = u32(a[x]) * 4     + u32(a[x + N]) * 6  + u32(a[x + 2N])
+/// out[x + N] = u32(a[x + N]) * 4 + u32(a[x + 2N]) * 6 + u32(a[x + 3N])
+/// t[x]       = out[x] * 2
+/// out[x]     = t[x] + 1
+/// t[x]       = out[x] * 2          (the new out[x]: loaded again)
+/// ```
+/// Eight lanes per store, `N / 8` iterations.
+pub fn rows_of_taps() -> argent_ir::Module {
+    let row = |k: i64| dense(x() * 8 + k * N as i64, 8);
+    let tap = |k: i64| Expr::cast(Type::U32, Expr::load(Type::U16, "a", row(k)));
+    let c = |v: i64| Expr::broadcast(Expr::int(Type::U32, v), 8);
+    let stencil = |k: i64| {
+        Expr::add(
+            Expr::add(Expr::mul(tap(k), c(4)), Expr::mul(tap(k + 1), c(6))),
+            tap(k + 2),
+        )
+    };
+    let out0 = Expr::load(Type::U32, "out", row(0));
+    let doubled = Expr::mul(out0, c(2));
+    let body = for_loop(
+        "x",
+        Expr::i32(0),
+        Expr::i32(i64::from(N / 8)),
+        ForKind::Serial,
+        Stmt::Block(vec![
+            store("out", row(0), stencil(0)),
+            store("out", row(1), stencil(1)),
+            store("t", row(0), doubled.clone()),
+            store(
+                "out",
+                row(0),
+                Expr::add(Expr::load(Type::U32, "t", row(0)), c(1)),
+            ),
+            store("t", row(0), doubled),
+        ]),
+    );
+    module(
+        vec![
+            buffer("a", Type::U16, 1, BufferRole::Input),
+            buffer("out", Type::U32, 1, BufferRole::Output),
+            buffer("t", Type::U32, 1, BufferRole::Output),
+        ],
+        vec![],
+        body,
+    )
+}
