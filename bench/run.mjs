@@ -647,30 +647,21 @@ const LIBRARY_WORKLOADS = [
   // The sums are at most 256 * 65535, so the rounded result always fits in
   // u16: `sat_u16` is the same function as `u16` here, and it compiles to
   // one unsigned narrow (the shift clears the sign bit), where a wrapping
-  // cast masks each half first. Strips of 128 rows in parallel, each
-  // computing its horizontal pass whole (132 rows of blur_x, 1.6 MB) before
-  // its vertical pass: on this machine that beat a sliding window over the
-  // strip folded into 8 rows (the session-9 schedule), with one or more
-  // output rows per step, and smaller strips, which recompute the 4 extra
-  // rows more often (execute on 2 threads, medians of 41 alternating runs,
-  // `node bench/schedule-ab.mjs --channels 1 bench/schedules/gaussian_u16_*.ag`
-  // and BENCHMARKS.md, session 10).
+  // cast masks each half first. Strips of 128 rows in parallel; blur_x a
+  // sliding window folded into 8 rows; four output rows per step of the
+  // vertical pass, unrolled inside the vector loop over x, so the four
+  // stores load the 8 rows of blur_x they read once (since session 15).
+  // On the Intel machine of sessions 12-15 this beat the session-10
+  // schedule (each strip's horizontal pass whole, then its vertical pass:
+  // bench/schedules/gaussian_u16_strips.ag) by a quarter on 2 threads;
+  // on session 10's AMD machine that one was fastest (execute, medians of
+  // alternating runs, `node bench/schedule-ab.mjs --channels 1
+  // bench/schedules/gaussian_u16_*.ag`; BENCHMARKS.md, sessions 10 and 15).
   {
     workload: "gaussian 5x5 3072x2048 u16",
     layout: "gray u16",
     input: () => ({ data: blurInput, width: W, height: H, channels: 1 }),
-    source: `
-input u16 in(x, y)
-p = repeat_edge(in)
-wide(x, y) = u32(p(x, y))
-blur_x(x, y) = wide(x-2, y) + 4*wide(x-1, y) + 6*wide(x, y) + 4*wide(x+1, y) + wide(x+2, y)
-blur_y(x, y) = blur_x(x, y-2) + 4*blur_x(x, y-1) + 6*blur_x(x, y) + 4*blur_x(x, y+1) + blur_x(x, y+2)
-out(x, y) = sat_u16((blur_y(x, y) + 128) >> 8)
-output out
-schedule {
-  out.split(y, yo, yi, 128).vectorize(x, 8).parallel(yo)
-  blur_x.compute_at(out, yo).vectorize(x, 8)
-}`,
+    source: readFileSync(join(repo, "bench", "schedules", "gaussian_u16_sliding_rows4.ag"), "utf8"),
   },
   {
     workload: "blur 3072x2048 RGBA u8",

@@ -121,18 +121,26 @@
 //!   every lane is inside and loads densely then); broadcasts via `splat`;
 //! - `select` via `v128.bitselect`; widening/narrowing casts via
 //!   `extend_low/high` and `narrow_*_sat` (saturating casts from signed
-//!   sources map onto them directly, others clamp first);
+//!   sources map onto them directly, others clamp first); a widened dense
+//!   load widens as it loads (`v128.load8x8/16x4/32x2`, one `pmovzx` with
+//!   a memory operand on x86);
 //! - patterns: `sat(wide(a) ± wide(b))` → `add_sat`/`sub_sat`;
 //!   `(wide(a) + wide(b) + 1) >> 1` (or `/ 2`) → `avgr_u`;
 //!   `sat_i16((i32(a) * i32(b) + 16384) >> 15)` → `q15mulr_sat_s`;
 //!   `wide(a) * wide(b)` → `extmul_low/high`; even/odd pair products →
 //!   `i32x4.dot_i16x8_s`; `abs`, `absd` (max - min), min/max, float
-//!   `pmin/pmax`; shifts and power-of-two division by constants as
-//!   shifts/masks; unsigned 8/16-bit division by other constants as a
+//!   `pmin/pmax`; shifts, multiplication by a power of two, and
+//!   power-of-two division by constants as shifts/masks; unsigned 8/16-bit division by other constants as a
 //!   multiply by a magic number (`extmul` + shift), signed as an exact f32
 //!   division;
 //! - anything else lane by lane (`extract_lane`/`replace_lane` around
 //!   scalar code), so every vector expression compiles.
+//!
+//! Within one store, equal subexpressions are computed once (loads
+//! included: nothing stores inside an expression). Consecutive vector
+//! stores (an unrolled loop's rows) go on sharing, except values that load
+//! from a buffer stored in between: buffers of different names never
+//! overlap.
 //!
 //! # Semantics
 //! Generated code follows the reference semantics of `argent_ir::module`
