@@ -1424,13 +1424,7 @@ impl<'c> FnBuilder<'c> {
                 let mark = self.code.len();
                 let vectors = self.vector_cache.as_ref().map_or(0, Vec::len);
                 let scalars = self.scalar_cache.as_ref().map_or(0, Vec::len);
-                let outer_scopes = std::mem::replace(&mut self.statement_scopes, self.scopes.len());
-                let outer_gathers =
-                    std::mem::replace(&mut self.statement_gathers, crate::simd::gathers_of(value));
-                let stored = self.vstore_shared(buffer, index, value);
-                self.statement_scopes = outer_scopes;
-                self.statement_gathers = outer_gathers;
-                match stored {
+                match self.vstore_statement(buffer, index, value) {
                     Ok(()) => {}
                     Err(crate::simd::VErr::Fatal(e)) => return Err(e),
                     Err(crate::simd::VErr::Unsupported) => {

@@ -213,7 +213,7 @@ pub(crate) fn binding_id(b: &Binding) -> u32 {
 /// The gathers of 32-bit elements (loads with an index that is neither
 /// dense nor strided) in `value`, leaving out those under a scalar select
 /// (its branches run conditionally, so their loads may not be done early).
-pub(crate) fn gathers_of(value: &Expr) -> Vec<Expr> {
+fn gathers_of(value: &Expr) -> Vec<Expr> {
     struct Gathers(Vec<Expr>);
     impl Visitor for Gathers {
         fn visit_expr(&mut self, e: &Expr) {
@@ -1393,7 +1393,7 @@ impl FnBuilder<'_> {
         let out_bits = elem.bits * 2;
         let lanes = value.ty().lanes;
         let per_out = lanes_per_part(out_bits) as usize;
-        if !layout_ok(lanes, out_bits) || (lanes as usize) % per_out != 0 {
+        if !layout_ok(lanes, out_bits) || !(lanes as usize).is_multiple_of(per_out) {
             return Ok(None);
         }
         if self.vector_cache.is_some()
@@ -2028,10 +2028,22 @@ impl FnBuilder<'_> {
     /// Stores a vector; dense ramps become v128 stores.
     pub(crate) fn vstore(&mut self, buffer: &str, index: &Expr, value: &Expr) -> VResult<()> {
         let outer = self.vector_cache.replace(Vec::new());
+        let r = self.vstore_statement(buffer, index, value);
+        self.vector_cache = outer;
+        r
+    }
+
+    /// Stores a vector as one statement, sharing values with the current
+    /// vector cache (a fresh one, or a run of stores' own).
+    pub(crate) fn vstore_statement(
+        &mut self,
+        buffer: &str,
+        index: &Expr,
+        value: &Expr,
+    ) -> VResult<()> {
         let outer_gathers = std::mem::replace(&mut self.statement_gathers, gathers_of(value));
         let outer_scopes = std::mem::replace(&mut self.statement_scopes, self.scopes.len());
         let r = self.vstore_shared(buffer, index, value);
-        self.vector_cache = outer;
         self.statement_gathers = outer_gathers;
         self.statement_scopes = outer_scopes;
         r
