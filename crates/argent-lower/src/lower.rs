@@ -72,7 +72,7 @@ pub struct PassStat {
 pub struct Lowered {
     /// The final module: flattened, unrolled, vectorised, simplified.
     pub module: Module,
-    /// The loop nest before the passes engineer's passes (after `checks`):
+    /// The loop nest before the optimising passes (after `checks`):
     /// multi-dimensional `Realize`/`Provide`, what `argent lower` shows by default.
     pub loop_nest: Stmt,
     pub schedule_tree: ScheduleTree,
@@ -80,6 +80,11 @@ pub struct Lowered {
     pub dumps: Vec<(String, String)>,
     /// Per-pass times and IR sizes, when `LowerOptions::time_passes` is set.
     pub pass_stats: Vec<PassStat>,
+    /// The IR between the optimising passes, which no longer serves any
+    /// purpose. Freeing it takes a few per cent of a compile, so it is
+    /// handed to the caller rather than freed inside `lower`: the page's
+    /// compiler worker frees it after it has answered.
+    pub retired: Vec<Stmt>,
 }
 
 /// A monotonic clock where the target has one.
@@ -132,9 +137,19 @@ struct Recorder {
     /// Present when passes are timed: the stats so far and when the
     /// current pass began.
     timing: Option<(Vec<PassStat>, Clock)>,
+    /// See [`Lowered::retired`].
+    retired: Vec<Stmt>,
 }
 
 impl Recorder {
+    /// `pass` applied to `s`; `s` itself is kept in `retired` (see
+    /// [`Lowered::retired`]).
+    fn retire(&mut self, s: Stmt, pass: impl FnOnce(&Stmt) -> Stmt) -> Stmt {
+        let next = pass(&s);
+        self.retired.push(s);
+        next
+    }
+
     /// Verify (when asked) and dump (when asked) the IR after `pass`.
     fn record(&mut self, pass: &str, s: &Stmt) -> Result<(), LowerError> {
         if let Some((stats, started)) = &mut self.timing {
@@ -208,6 +223,7 @@ pub fn lower(pipeline: &Pipeline, options: &LowerOptions) -> Result<Lowered, Low
         verify: (options.verify || cfg!(debug_assertions))
             .then(|| (buffers.clone(), pipeline.params.clone())),
         timing,
+        retired: Vec::new(),
     };
     let inlined = tree
         .funcs
@@ -259,19 +275,20 @@ pub fn lower(pipeline: &Pipeline, options: &LowerOptions) -> Result<Lowered, Low
             schedule_tree: tree,
             dumps: rec.dumps,
             pass_stats: rec.timing.map(|t| t.0).unwrap_or_default(),
+            retired: rec.retired,
         });
     }
     // The passes engineer's passes, in order.
-    let s = crate::partition_loops::partition_loops(&s);
+    let s = rec.retire(s, crate::partition_loops::partition_loops);
     rec.record("partition_loops", &s)?;
 
-    let s = crate::flatten::flatten(&s, &buffers);
+    let s = rec.retire(s, |s| crate::flatten::flatten(s, &buffers));
     rec.record("flatten", &s)?;
-    let s = crate::unroll::unroll(&s);
+    let s = rec.retire(s, crate::unroll::unroll);
     rec.record("unroll", &s)?;
-    let s = crate::trim_no_ops::trim_no_ops(&s);
+    let s = rec.retire(s, crate::trim_no_ops::trim_no_ops);
     rec.record("trim_no_ops", &s)?;
-    let s = crate::vectorize::vectorize(&s);
+    let s = rec.retire(s, crate::vectorize::vectorize);
     rec.record("vectorize", &s)?;
     // Dense-innermost-stride version of the body (vec engineer's pass).
     // An output whose schedule bounds its channels to a constant count has
@@ -285,16 +302,18 @@ pub fn lower(pipeline: &Pipeline, options: &LowerOptions) -> Result<Lowered, Low
             Some((f.name.clone(), argent_arith::const_int(extent)?))
         })
         .collect();
-    let s = crate::specialize_strides::specialize_strides(&s, &buffers, &min_channels);
+    let s = rec.retire(s, |s| {
+        crate::specialize_strides::specialize_strides(s, &buffers, &min_channels)
+    });
     rec.record("specialize_strides", &s)?;
-    let s = argent_arith::simplify_stmt(&s);
+    let s = rec.retire(s, argent_arith::simplify_stmt);
     rec.record("simplify", &s)?;
-    let s = crate::interleave_stores::interleave_stores(&s);
+    let s = rec.retire(s, crate::interleave_stores::interleave_stores);
     rec.record("interleave_stores", &s)?;
-    let s = argent_arith::cse_stmt(&s);
+    let s = rec.retire(s, argent_arith::cse_stmt);
     rec.record("cse", &s)?;
     // Loop-invariant scalar arithmetic moves out of serial loops.
-    let s = crate::hoist_invariants::hoist_loop_invariants(&s);
+    let s = rec.retire(s, crate::hoist_invariants::hoist_loop_invariants);
     rec.record("hoist_invariants", &s)?;
     let module = Module {
         name: pipeline
@@ -312,5 +331,6 @@ pub fn lower(pipeline: &Pipeline, options: &LowerOptions) -> Result<Lowered, Low
         schedule_tree: tree,
         dumps: rec.dumps,
         pass_stats: rec.timing.map(|t| t.0).unwrap_or_default(),
+        retired: rec.retired,
     })
 }

@@ -9,13 +9,12 @@ use crate::scalarize::{lane_of, scalarize_stmt};
 use crate::{
     Abi, AssertInfo, BufferAbi, CodegenError, CodegenOptions, CompiledModule, ParamAbi, TaskInfo,
 };
-use argent_ir::fast_hash::FastHashMap;
+use argent_ir::fast_hash::{FastHashMap, FastHashSet};
 use argent_ir::visit::{Visitor, walk_expr, walk_stmt};
 use argent_ir::{
     AssertKind, BinOp, CallTarget, Expr, ExprKind, ForKind, Intrinsic, Module, Stmt, Type,
     TypeKind, UnaryOp,
 };
-use std::collections::BTreeSet;
 use wasm_encoder::{
     BlockType, CodeSection, ConstExpr, Encode, EntityType, ExportKind, ExportSection, Function,
     FunctionSection, GlobalSection, GlobalType, ImportSection, Instruction as I, MemArg,
@@ -352,7 +351,7 @@ impl<'c> FnBuilder<'c> {
         self.scopes
             .iter()
             .rev()
-            .find(|(n, _)| n == name)
+            .find(|(n, _)| same_name(n, name))
             .map(|(_, b)| b)
     }
 
@@ -360,7 +359,7 @@ impl<'c> FnBuilder<'c> {
         self.buffers
             .iter()
             .rev()
-            .find(|b| b.name == name)
+            .find(|b| same_name(&b.name, name))
             .cloned()
             .ok_or_else(|| CodegenError::Unbound(name.to_string()))
     }
@@ -1936,8 +1935,9 @@ impl<'c> FnBuilder<'c> {
     ) -> Result<bool, CodegenError> {
         let mut names = NameCollector::default();
         names.visit_stmt(body);
+        let (vars, buffers) = names.sorted();
         let mut scalars: Vec<(String, u32, Type)> = Vec::new();
-        for name in &names.vars {
+        for name in &vars {
             if name == var {
                 continue;
             }
@@ -1953,7 +1953,7 @@ impl<'c> FnBuilder<'c> {
             }
         }
         let mut bufs = Vec::new();
-        for name in &names.buffers {
+        for name in &buffers {
             if let Ok(b) = self.buffer(name) {
                 bufs.push(b);
             }
@@ -2062,22 +2062,45 @@ impl<'c> FnBuilder<'c> {
     }
 }
 
+/// Whether two names are equal, looking at their last bytes before
+/// comparing them whole: the names in scope share long prefixes and
+/// mostly differ at the end (`f.s0.x.x.invariant61` and `..62`), and in
+/// the page a whole comparison is a call.
+fn same_name(a: &str, b: &str) -> bool {
+    a.len() == b.len() && a.as_bytes().last() == b.as_bytes().last() && a == b
+}
+
 /// Variable and buffer names a statement mentions.
 #[derive(Default)]
 struct NameCollector {
-    vars: BTreeSet<String>,
-    buffers: BTreeSet<String>,
+    /// Hash sets, sorted once at the end: a parallel loop's body is most
+    /// of the pipeline, and ordering every use against a tree of long
+    /// names with a shared prefix cost a few per cent of a compile.
+    vars: FastHashSet<String>,
+    buffers: FastHashSet<String>,
+}
+
+impl NameCollector {
+    /// The variables and the buffers, each in name order (the order of a
+    /// task's captures, so the module does not depend on hashing).
+    fn sorted(self) -> (Vec<String>, Vec<String>) {
+        let sort = |set: FastHashSet<String>| {
+            let mut v: Vec<String> = set.into_iter().collect();
+            v.sort_unstable();
+            v
+        };
+        (sort(self.vars), sort(self.buffers))
+    }
 }
 
 impl Visitor for NameCollector {
     fn visit_expr(&mut self, e: &Expr) {
-        // A name recurs at every use: look it up before copying it (a
-        // parallel loop's body is most of the pipeline).
+        // A name recurs at every use: look it up before copying it.
         match e.kind() {
-            ExprKind::Var(n) if !self.vars.contains(n) => {
+            ExprKind::Var(n) if !self.vars.contains(n.as_str()) => {
                 self.vars.insert(n.clone());
             }
-            ExprKind::Load { buffer, .. } if !self.buffers.contains(buffer) => {
+            ExprKind::Load { buffer, .. } if !self.buffers.contains(buffer.as_str()) => {
                 self.buffers.insert(buffer.clone());
             }
             _ => {}
@@ -2086,7 +2109,7 @@ impl Visitor for NameCollector {
     }
     fn visit_stmt(&mut self, s: &Stmt) {
         if let Stmt::Store { buffer, .. } = s
-            && !self.buffers.contains(buffer)
+            && !self.buffers.contains(buffer.as_str())
         {
             self.buffers.insert(buffer.clone());
         }

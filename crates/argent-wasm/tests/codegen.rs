@@ -953,9 +953,9 @@ fn consecutive_scalar_stores_share_values() {
 fn widened_rows_load_widening_once_across_stores() {
     // Two output rows of a u16 stencil widened to u32 read four input
     // rows, each loaded once, widening as it loads (two
-    // `v128.load16x4_u`); `* 4` and `* 2` are shifts; the buffer read by
-    // later stores after a store to it is loaded again (see
-    // `rows_of_taps`).
+    // `v128.load16x4_u`); the weights 4 and 6 regroup into shifts and
+    // adds, `* 2` is a shift; the buffer read by later stores after a
+    // store to it is loaded again (see `rows_of_taps`).
     let body = inner_loop(&wat(&rows_of_taps(), CodegenOptions::default()));
     let count = |op: &str| body.lines().filter(|l| l.starts_with(op)).count();
     assert_eq!(
@@ -969,9 +969,29 @@ fn widened_rows_load_widening_once_across_stores() {
         ),
         // Loads: out[x] for t (twice: before and after out[x] is stored)
         // and t[x] once, two registers each.
-        (8, 0, 8, 4, 6, 10),
+        (8, 0, 12, 0, 6, 10),
         "{body}"
     );
+}
+
+#[test]
+fn weighted_sums_of_u32_lanes_regroup_without_multiplies() {
+    // `(((b + c + d) << 1) + c) << 1 + (a + e)` for the gaussian's 1 4 6 4
+    // 1, per register: 5 adds, 2 shifts. Weights that are distinct powers
+    // of two stay as they are (one shift each); a weight over 2^16 keeps
+    // its multiply.
+    let counts = |weights: &[i64]| {
+        let body = inner_loop(&wat(
+            &weighted_taps(weights, false),
+            CodegenOptions::default(),
+        ));
+        let count = |op: &str| body.lines().filter(|l| l.starts_with(op)).count();
+        (count("i32x4.add"), count("i32x4.shl"), count("i32x4.mul"))
+    };
+    assert_eq!(counts(&[1, 4, 6, 4]), (10, 4, 0));
+    assert_eq!(counts(&[2, 4]), (4, 4, 0));
+    assert_eq!(counts(&[3]), (4, 2, 0));
+    assert_eq!(counts(&[(1 << 17) + 1, 3]), (6, 2, 2));
 }
 
 #[test]

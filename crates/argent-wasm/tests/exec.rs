@@ -282,6 +282,33 @@ fn stores_sharing_widened_rows_match_reference() {
 }
 
 #[test]
+fn regrouped_weighted_sums_match_reference() {
+    // Sums weighted by constants are regrouped by the bits of the weights
+    // (see `weighted_taps`); on u32 inputs the products wrap, and the
+    // regrouped sums must wrap alike.
+    let n = N as usize;
+    for weights in [
+        &[1, 4, 6, 4][..],
+        &[3],
+        &[6, 6, 5],
+        &[1 << 17, 3, 255],
+        &[2, 4],
+    ] {
+        for wide in [false, true] {
+            let bytes = if wide { 4 } else { 2 };
+            check_against_reference(
+                &weighted_taps(weights, wide),
+                &[
+                    typed(random_bytes(bytes * (n + 8), 31), bytes),
+                    typed(vec![0; 4 * n], 4),
+                ],
+                &[],
+            );
+        }
+    }
+}
+
+#[test]
 fn clamped_ramp_loads_match_reference_inside_and_at_the_edges() {
     // Images 37 elements wide read by 6 vectors of 8 lanes from x - 1:
     // the first vector reads below 0, the fifth and sixth above 36, the

@@ -18,6 +18,8 @@
 pub mod abi;
 pub mod api;
 pub mod describe;
+#[cfg(any(target_arch = "wasm32", test))]
+mod fast_memcmp;
 pub mod small_blocks;
 
 /// In the page, small blocks come from size-class free lists (see
@@ -31,10 +33,15 @@ use wasm_bindgen::prelude::*;
 /// What one `compile` call produced. Two fields rather than one JSON blob
 /// so the module bytes cross into JavaScript as a `Uint8Array` without
 /// base64.
+///
+/// It also holds what the compile built and no longer needs (see
+/// [`api::Leftovers`]), freed with the output: the compiler worker frees
+/// the output after posting its answer, so the page does not wait for it.
 #[wasm_bindgen]
 pub struct CompileOutput {
     json: String,
     wasm: Vec<u8>,
+    _leftovers: api::Leftovers,
 }
 
 #[wasm_bindgen]
@@ -57,10 +64,11 @@ impl CompileOutput {
 /// errors: they come back as diagnostics in the JSON.
 #[wasm_bindgen]
 pub fn compile(source: &str, options_json: &str) -> CompileOutput {
-    let (response, wasm) = api::compile(source, options_json, &now_ms);
+    let (response, wasm, leftovers) = api::compile_leaving_cleanup(source, options_json, &now_ms);
     CompileOutput {
         json: api::to_json(&response),
         wasm,
+        _leftovers: leftovers,
     }
 }
 

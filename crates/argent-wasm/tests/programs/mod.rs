@@ -571,3 +571,45 @@ pub fn rows_of_taps() -> argent_ir::Module {
         body,
     )
 }
+
+/// A horizontal stencil on u32 lanes with constant weights, eight lanes
+/// per store:
+/// ```text
+/// out[x] = u32(a[x]) * w0 + u32(a[x + 1]) * w1 + ... + u32(a[x + k])    (no weight: 1)
+/// ```
+/// over `a` (u16) or, with `wide_input`, over u32 values that wrap when
+/// weighted.
+pub fn weighted_taps(weights: &[i64], wide_input: bool) -> argent_ir::Module {
+    let input_ty = if wide_input { Type::U32 } else { Type::U16 };
+    let tap = |k: i64| {
+        let load = Expr::load(input_ty, "a", dense(x() * 8 + k, 8));
+        if wide_input {
+            load
+        } else {
+            Expr::cast(Type::U32, load)
+        }
+    };
+    let c = |v: i64| Expr::broadcast(Expr::int(Type::U32, v), 8);
+    let sum = weights
+        .iter()
+        .enumerate()
+        .map(|(k, w)| Expr::mul(tap(k as i64), c(*w)))
+        .chain(std::iter::once(tap(weights.len() as i64)))
+        .reduce(Expr::add)
+        .expect("one tap at least");
+    let body = for_loop(
+        "x",
+        Expr::i32(0),
+        Expr::i32(i64::from(N / 8)),
+        ForKind::Serial,
+        store("out", dense(x() * 8, 8), sum),
+    );
+    module(
+        vec![
+            buffer("a", input_ty, 1, BufferRole::Input),
+            buffer("out", Type::U32, 1, BufferRole::Output),
+        ],
+        vec![],
+        body,
+    )
+}
