@@ -129,7 +129,10 @@
 //!   `sat_i16((i32(a) * i32(b) + 16384) >> 15)` → `q15mulr_sat_s`;
 //!   `wide(a) * wide(b)` → `extmul_low/high`; even/odd pair products →
 //!   `i32x4.dot_i16x8_s`; `abs`, `absd` (max - min), min/max, float
-//!   `pmin/pmax`; shifts, multiplication by a power of two, and
+//!   `pmin/pmax`; sums of 32-bit lanes weighted by constants regrouped
+//!   by the bits of their weights (`(((b + c + d) << 1) + c) << 1 + (a +
+//!   e)` for 1 4 6 4 1: no `i32x4.mul`, two instructions on x86);
+//!   shifts, multiplication by a power of two, and
 //!   power-of-two division by constants as shifts/masks; unsigned 8/16-bit division by other constants as a
 //!   multiply by a magic number (`extmul` + shift), signed as an exact f32
 //!   division;
