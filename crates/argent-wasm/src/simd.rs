@@ -2202,9 +2202,8 @@ impl FnBuilder<'_> {
             }
             return Ok(());
         }
-        // Scattered or strided: one scalar store per lane, values taken
-        // from the registers.
-        let store_ty = if buf.ty.is_bool() { Type::U8 } else { buf.ty };
+        // Scattered or strided: one lane store per lane, straight from the
+        // registers.
         if let Some((base, stride)) = dense_or_strided(index)
             && stride >= 0
         {
@@ -2214,18 +2213,34 @@ impl FnBuilder<'_> {
                 if let Some(addr) = addr {
                     self.emit(I::LocalGet(addr));
                 }
-                self.extract_lane(&v, lane, store_ty);
                 let offset = first + (lane as i64 * stride * bytes as i64) as u64;
-                self.store_scalar(store_ty, offset);
+                self.store_lane(&v, lane, offset);
             }
             return Ok(());
         }
         for lane in 0..lanes {
             let offset = self.address(&buf, &lane_of(index, lane))?;
-            self.extract_lane(&v, lane, store_ty);
-            self.store_scalar(store_ty, offset);
+            self.store_lane(&v, lane, offset);
         }
         Ok(())
+    }
+
+    /// Stores lane `lane` of `v` at the address on the stack plus
+    /// `offset`: `v128.store8_lane` and its wider forms, one instruction
+    /// (`pextrb` to memory on x86) where extracting the lane and storing
+    /// the scalar took two.
+    fn store_lane(&mut self, v: &VecVal, lane: u16, offset: u64) {
+        let per = lanes_per_part(v.lane_bits);
+        self.emit(I::LocalGet(v.parts[(lane / per) as usize]));
+        let k = (lane % per) as u8;
+        let bytes = u64::from(v.lane_bits / 8);
+        let memarg = mem(offset, bytes.trailing_zeros());
+        self.emit(match bytes {
+            1 => I::V128Store8Lane { memarg, lane: k },
+            2 => I::V128Store16Lane { memarg, lane: k },
+            4 => I::V128Store32Lane { memarg, lane: k },
+            _ => I::V128Store64Lane { memarg, lane: k },
+        });
     }
 
     fn vintrinsic(

@@ -576,7 +576,7 @@ fn strided_store_computes_its_address_once() {
     let body = inner_loop(&wat(&module, CodegenOptions::default()));
     let offsets: Vec<&str> = body
         .lines()
-        .filter(|l| l.starts_with("i32.store8"))
+        .filter(|l| l.starts_with("v128.store8_lane"))
         .map(|l| l.split_whitespace().nth(1).unwrap_or(""))
         .collect();
     let expected: Vec<String> = (0..16).map(|i| format!("offset={}", 1 + 3 * i)).collect();
