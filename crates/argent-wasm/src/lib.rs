@@ -116,7 +116,9 @@
 //!   load (a channel of u8 widened to 16 bits narrows once, or not at
 //!   all); shuffles in general (the interleaved stores `argent-lower`'s
 //!   `interleave_stores` makes) through the same tree;
-//!   gathers and scattered stores lane by lane (a load from a clamped
+//!   gathers and scattered stores lane by lane (`v128.load*_lane` and
+//!   `v128.store*_lane`, straight between memory and the register; a
+//!   load from a clamped
 //!   ramp, `repeat_edge` in a boundary piece, checks per vector whether
 //!   every lane is inside and loads densely then); broadcasts via `splat`;
 //! - `select` via `v128.bitselect`; widening/narrowing casts via
