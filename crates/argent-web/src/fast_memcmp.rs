@@ -12,7 +12,9 @@
 //! 25-byte name costs three steps and a byte loop of one.
 //!
 //! Only `wasm32` builds define them: natively the C library's versions are
-//! faster still.
+//! faster still. Being `#[no_mangle]` in a `cdylib`, they are also exported
+//! from the module (wasm-bindgen lists them among the raw exports in
+//! `web/pkg/argent_web_bg.wasm.d.ts`); nothing in the runtime calls them.
 
 /// The first differing byte of two words loaded little-endian, as
 /// `memcmp` orders them (unsigned bytes, lowest address first).
