@@ -11,8 +11,12 @@
 //
 // Usage (after scripts/build-web.sh): node bench/runtime-threads.mjs [--runs N]
 //   [--configs 1,2,1p] (1: one thread on shared memory, 2: two threads,
-//   1p: one thread on a private memory, 2t: two threads in tiles mode) [--into] (write outputs into arrays
-//   reused across runs instead of new ones) [--size WxH] (default 3072x2048)
+//   1p: one thread on a private memory, 2t: two threads in tiles mode, any
+//   other number N: N threads) [--into] (write outputs into arrays
+//   reused across runs instead of new ones) [--resident] (keep the input and
+//   the output in the pipeline's memory, `Pipeline.allocateImage`: no
+//   copies; a runtime without shared memory copies them anyway)
+//   [--size WxH] (default 3072x2048)
 //   [--baseline DIR] (also run every configuration on the runtime built in
 //   DIR, a copy of web/ with its dist/ and pkg/, alternating with this
 //   build's runs: an A/B of two builds under the same load)
@@ -65,9 +69,16 @@ const allConfigs = {
   "2t": { label: "2 threads, tiles mode (sharedMemory: false)", options: { threads: 2, sharedMemory: false } },
 };
 const configsAt = process.argv.indexOf("--configs");
-const configs = (configsAt > 0 ? process.argv[configsAt + 1] : "1,2,1p").split(",").map((key) => allConfigs[key]);
+// Any other whole number N is N threads on shared memory (for machines with more cores).
+function configFor(key) {
+  if (allConfigs[key]) return allConfigs[key];
+  if (/^\d+$/.test(key)) return { label: `${key} threads`, options: { threads: Number(key) } };
+  throw new Error(`unknown configuration in --configs: ${key}`);
+}
+const configs = (configsAt > 0 ? process.argv[configsAt + 1] : "1,2,1p").split(",").map(configFor);
 const KEYS = ["total", "execute", "marshal", "copyIn", "copyOut", "overhead"];
 const reuseOutputs = process.argv.includes("--into");
+const resident = process.argv.includes("--resident");
 const median = (values) => {
   const v = [...values].sort((a, b) => a - b);
   return v.length % 2 ? v[v.length >> 1] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
@@ -110,7 +121,15 @@ for (const workload of workloads) {
     const runtime = await build.argent.createRuntime(config.options);
     const pipeline = await runtime.compile(source);
     const request = { inputs: { [pipeline.inputs[0].name]: input } };
-    if (reuseOutputs) {
+    if (resident) {
+      const [inputName, output] = [pipeline.inputs[0].name, pipeline.outputs[0]];
+      const residentInput = await pipeline.allocateImage(inputName, { width: W, height: H, channels: input.channels });
+      residentInput.data.set(input.data);
+      const channels = output.dims.length === 3 ? input.channels : 1;
+      const residentOutput = await pipeline.allocateImage(output.name, { width: W, height: H, channels });
+      request.inputs = { [inputName]: residentInput };
+      request.into = { [output.name]: residentOutput.data };
+    } else if (reuseOutputs) {
       const first = await pipeline.run(request);
       request.into = Object.fromEntries(Object.entries(first.outputs).map(([name, image]) => [name, image.data]));
     }
@@ -150,7 +169,11 @@ for (const workload of workloads) {
 const f = (x) => x.toFixed(2);
 console.log(
   `node ${process.version}, ${availableParallelism()} cores, ${RUNS} alternating runs per configuration, ` +
-    (reuseOutputs ? "outputs into reused arrays" : "new output arrays each run"),
+    (resident
+      ? "input and output resident in the pipeline's memory (no copies)"
+      : reuseOutputs
+        ? "outputs into reused arrays"
+        : "new output arrays each run"),
 );
 console.log(`load average before: ${loadBefore.map(f).join(" ")}, after: ${loadavg().map(f).join(" ")}`);
 console.log(

@@ -11,6 +11,7 @@ export type {
   RunStats,
   RunRequest,
   RunResult,
+  ResidentImage,
   ExecutionMode,
 } from "./runtime.js";
 export { ArgentCompileError, ArgentRunError } from "./errors.js";

@@ -95,15 +95,34 @@ export interface Layout {
   bytesNeeded: number;
 }
 
+/** The first byte after the argument block where buffers may go. */
+export function buffersStart(argsSize: number): number {
+  return alignUp(ARGS_OFFSET + argsSize, BUFFER_ALIGN);
+}
+
 /**
  * Places the buffers after the argument block, each `BUFFER_OFFSET` bytes
  * into a `BUFFER_ALIGN`-aligned slot and followed by the slack SIMD loads
  * may touch. Returns null when they do not fit in a wasm32 memory.
+ *
+ * `resident` describes buffers that already have a place (resident
+ * images, see resident.ts): the address of each such buffer (null for the
+ * others), and the end of the region that holds them, after which the
+ * other buffers and the heap go.
  */
-export function planLayout(argsSize: number, buffers: readonly BufferShape[]): Layout | null {
-  let cursor = alignUp(ARGS_OFFSET + argsSize, BUFFER_ALIGN);
+export function planLayout(
+  argsSize: number,
+  buffers: readonly BufferShape[],
+  resident?: { bases: readonly (number | null)[]; end: number },
+): Layout | null {
+  let cursor = Math.max(buffersStart(argsSize), resident?.end ?? 0);
   const bases: number[] = [];
-  for (const buffer of buffers) {
+  for (const [i, buffer] of buffers.entries()) {
+    const fixed = resident?.bases[i];
+    if (fixed != null) {
+      bases.push(fixed);
+      continue;
+    }
     const base = cursor + BUFFER_OFFSET;
     bases.push(base);
     cursor = alignUp(base + buffer.elements * buffer.elementBytes + BUFFER_SLACK, BUFFER_ALIGN);

@@ -17,11 +17,13 @@ import {
   MAX_MEMORY_BYTES,
   PAGE_BYTES,
   TRAP_STATUS,
+  buffersStart,
   ensureMemory,
   planLayout,
   resetControl,
   writeArguments,
 } from "./layout.js";
+import { ResidentRegion, type ResidentBlock } from "./resident.js";
 import { defaultThreadCount, sharedMemoryAvailable, simdAvailable, startWorker, type WorkerHandle } from "./platform.js";
 import { Pool } from "./pool.js";
 import type {
@@ -176,7 +178,9 @@ export interface RunRequest {
    * across runs, or pass an `ImageData`'s `data` for a u8 RGBA output. Each
    * must be of the output's element type (a `Uint8ClampedArray` also takes
    * a u8 output) and hold exactly `width * height * channels` values. The
-   * result's `data` is then that array; a failed run leaves it untouched.
+   * result's `data` is then that array; a failed run leaves it untouched,
+   * except a resident image's (`Pipeline.allocateImage`), which the run
+   * writes in place: a failed run may leave some of it written.
    */
   into?: Record<string, PixelArray>;
   /**
@@ -189,6 +193,28 @@ export interface RunRequest {
    * `ArgentRunError` of kind `"aborted"` and writes no output.
    */
   signal?: AbortSignal;
+}
+
+/**
+ * An image in one pipeline's memory, from `Pipeline.allocateImage`. Runs of
+ * that pipeline read it in place when it (or its `data`) is an input, and
+ * write an output straight into it when its `data` is in
+ * `RunRequest.into`: no pixels are copied. Write its pixels only while no
+ * run of the pipeline is in progress; other pipelines copy it as any array.
+ */
+export interface ResidentImage extends OutputImage {
+  /**
+   * False where the pipeline has no shared memory (tiles mode, or no
+   * SharedArrayBuffer): `data` is then an ordinary array, which runs copy
+   * in and out as any other. The image works the same either way.
+   */
+  readonly resident: boolean;
+  /**
+   * Gives the image's memory back to the pipeline once the runs queued
+   * before this call are done. Runs asked for afterwards reject the image
+   * (`bad-input`); do not use `data` after this.
+   */
+  release(): Promise<void>;
 }
 
 /** What `Pipeline.run` resolves to. */
@@ -559,6 +585,12 @@ export class Pipeline {
   private memory: WebAssembly.Memory | null = null;
   private loadedIn: Pool | null = null;
   private disposed = false;
+  /** Where resident images live in `memory` (created with the first one). */
+  private residentRegion: ResidentRegion | null = null;
+  /** The block of each live resident image, by its `data`. */
+  private residentBlocks = new WeakMap<PixelArray, ResidentBlock>();
+  /** The `data` of released resident images, so that runs can name the mistake. */
+  private releasedArrays = new WeakSet<PixelArray>();
 
   /** @internal */
   constructor(
@@ -598,10 +630,12 @@ export class Pipeline {
   async load(): Promise<number> {
     const pool = await this.runtime.ensurePool();
     if (this.loadedIn === pool) return 0;
-    // Workers share one memory in threaded mode; in single-threaded mode
-    // the driver makes its own.
+    // Shared memory: the main thread creates it and every worker uses it.
+    // It outlives a pool (new workers after an aborted run load the module
+    // on the same memory), so resident images stay where they are. Without
+    // shared memory the driver makes its own.
     this.memory = this.abi.sharedMemory
-      ? new WebAssembly.Memory({ initial: 32, maximum: MAX_MEMORY_BYTES / PAGE_BYTES, shared: true })
+      ? (this.memory ?? new WebAssembly.Memory({ initial: 32, maximum: MAX_MEMORY_BYTES / PAGE_BYTES, shared: true }))
       : null;
     const workers = this.workerCount(pool);
     const replies = await Promise.all(
@@ -629,6 +663,8 @@ export class Pipeline {
     outputs: PlainImage[];
     /** Per output (in `outputs` order), the caller's array from `into`, if any. */
     into: (PixelArray | null)[];
+    /** Per buffer (in `buffers` order): the input's array, or the output's `into` array. */
+    sources: (PixelArray | null)[];
   } {
     if (!request || typeof request !== "object" || typeof request.inputs !== "object") {
       throw new ArgentRunError("bad-input", "run expects { inputs: { name: image, ... }, params?, outputSize? }");
@@ -742,7 +778,112 @@ export class Pipeline {
       return [slot.offset, word];
     });
     const into = this.checkInto(request.into, outputs);
-    return { buffers, params, outputs, into };
+    let output = 0;
+    const sources = this.abi.buffers.map((descriptor) =>
+      descriptor.role === "input" ? images.get(descriptor.name)!.data : into[output++],
+    );
+    return { buffers, params, outputs, into, sources };
+  }
+
+  /**
+   * Allocates an image in this pipeline's memory for the input or output
+   * `name`, of its element type, zeroed: runs read it in place as an input
+   * and write into it in place through `RunRequest.into`, with no copies
+   * (see `ResidentImage`). `channels` defaults to 3 for a 3-D input or
+   * output and must be 1 for a 2-D one. The allocation waits for the runs
+   * queued before it.
+   */
+  allocateImage(name: string, size: { width: number; height: number; channels?: number }): Promise<ResidentImage> {
+    if (this.disposed || this.runtime.isDisposed) {
+      return Promise.reject(new ArgentRunError("disposed", "this pipeline has been disposed"));
+    }
+    const descriptor = this.abi.buffers.find((b) => b.name === name);
+    if (!descriptor) {
+      const names = this.abi.buffers.map((b) => `\`${b.name}\``).join(", ");
+      return Promise.reject(
+        new ArgentRunError("bad-input", `allocateImage: unknown image \`${name}\`; this pipeline's inputs and outputs are ${names}`),
+      );
+    }
+    const channels = size?.channels ?? (descriptor.dims === 3 ? 3 : 1);
+    for (const [field, value] of [["width", size?.width], ["height", size?.height], ["channels", channels]] as const) {
+      if (!Number.isInteger(value) || (value as number) <= 0) {
+        return Promise.reject(new ArgentRunError("bad-input", `allocateImage: ${field} must be a positive integer, got ${value}`));
+      }
+    }
+    if (descriptor.dims === 2 && channels !== 1) {
+      return Promise.reject(
+        new ArgentRunError("bad-input", `allocateImage: \`${name}\` is 2-D, so its images have 1 channel, not ${channels}`),
+      );
+    }
+    const { width, height } = size;
+    const elements = width * height * channels;
+    const bytes = elements * TYPE_BYTES[descriptor.type];
+    const type = descriptor.type;
+    const ArrayType = arrayTypeFor(type);
+    return this.runtime.enqueue(async () => {
+      if (this.disposed || this.runtime.isDisposed) throw new ArgentRunError("disposed", "this pipeline has been disposed");
+      await this.load();
+      const memory = this.memory;
+      if (!memory) {
+        return { data: new ArrayType(elements), width, height, channels, type, resident: false, release: async () => {} };
+      }
+      const region = (this.residentRegion ??= new ResidentRegion(buffersStart(this.abi.argsSize)));
+      const block = region.allocate(bytes);
+      const tooLarge = (why: string) =>
+        new ArgentRunError("allocation-too-large", `allocateImage: a ${width}x${height}x${channels} ${type} image ${why}`);
+      if (!block) throw tooLarge(`does not fit in the 4 GiB a wasm32 memory can hold, with the images already allocated`);
+      try {
+        ensureMemory(memory, block.slotEnd);
+      } catch (error) {
+        region.release(block);
+        throw tooLarge(`could not be allocated: ${error instanceof Error ? error.message : String(error)}`);
+      }
+      // Views of a shared memory stay valid when it grows later.
+      const data = new ArrayType(memory.buffer as unknown as ArrayBuffer, block.base, elements);
+      // A block that an earlier image or run used holds its bytes.
+      data.fill(0);
+      this.residentBlocks.set(data, block);
+      const release = () =>
+        this.runtime.enqueue(async () => {
+          if (this.residentBlocks.get(data) !== block) return;
+          this.residentBlocks.delete(data);
+          this.releasedArrays.add(data);
+          region.release(block);
+        });
+      return { data, width, height, channels, type, resident: true, release };
+    });
+  }
+
+  /**
+   * The address of each buffer of a run that is a resident image of this
+   * pipeline (null for the others, which are copied in or out). Rejects
+   * released images, and an output that is also another buffer of the
+   * run: the generated code assumes that what it writes overlaps nothing
+   * it reads.
+   */
+  private residentBases(prepared: ReturnType<Pipeline["prepare"]>): (number | null)[] {
+    const describe = (i: number) => {
+      const descriptor = this.abi.buffers[prepared.buffers[i].index];
+      return descriptor.role === "input" ? `input \`${descriptor.name}\`` : `into.${descriptor.name}`;
+    };
+    const bases = prepared.sources.map((array, i) => {
+      if (!array) return null;
+      if (this.releasedArrays.has(array)) {
+        throw new ArgentRunError("bad-input", `${describe(i)} is a resident image that was released; allocate another`);
+      }
+      return this.residentBlocks.get(array)?.base ?? null;
+    });
+    bases.forEach((base, i) => {
+      if (base === null || this.abi.buffers[prepared.buffers[i].index].role !== "output") return;
+      const other = bases.findIndex((b, j) => j !== i && b === base);
+      if (other >= 0) {
+        throw new ArgentRunError(
+          "bad-input",
+          `${describe(i)} is the same resident image as ${describe(other)}: a run cannot write an image it also reads or writes elsewhere`,
+        );
+      }
+    });
+    return bases;
   }
 
   /** Checks `RunRequest.into` against the outputs' types and shapes. */
@@ -824,7 +965,8 @@ export class Pipeline {
    * Shared memory: lays out the run in the module's memory from this
    * thread, copies the inputs straight into it, asks the driver to call
    * `run` (a message of a few words), and copies the outputs out. One copy
-   * of each image, no pixels in any message.
+   * of each image, no pixels in any message; none at all for resident
+   * images, which the module reads and writes where they are.
    */
   private async runInPlace(
     pool: Pool,
@@ -833,7 +975,11 @@ export class Pipeline {
     called: number,
   ): Promise<RunResult> {
     const t0 = performance.now();
-    const layout = planLayout(this.abi.argsSize, prepared.buffers);
+    const residentBases = this.residentBases(prepared);
+    const layout = planLayout(this.abi.argsSize, prepared.buffers, {
+      bases: residentBases,
+      end: this.residentRegion?.end ?? 0,
+    });
     if (!layout) {
       throw new ArgentRunError(
         "allocation-too-large",
@@ -854,7 +1000,7 @@ export class Pipeline {
     writeArguments(memory, this.abi, prepared.buffers, layout, prepared.params);
     const bytes = new Uint8Array(memory.buffer);
     prepared.buffers.forEach((buffer, i) => {
-      if (buffer.bytes) bytes.set(buffer.bytes, layout.bases[i]);
+      if (buffer.bytes && residentBases[i] === null) bytes.set(buffer.bytes, layout.bases[i]);
     });
     const copyIn = performance.now() - t0;
 
@@ -877,7 +1023,13 @@ export class Pipeline {
     prepared.buffers.forEach((buffer, i) => {
       if (this.abi.buffers[buffer.index].role !== "output") return;
       const size = buffer.elements * buffer.elementBytes;
-      const bytes = outputBytesFor(prepared.into[output++], size);
+      const into = prepared.into[output++];
+      if (residentBases[i] !== null) {
+        // Written in place: `wrapOutputs` hands back the resident array.
+        outputBytes.push(new Uint8Array(0));
+        return;
+      }
+      const bytes = outputBytesFor(into, size);
       bytes.set(new Uint8Array(after, layout.bases[i], size));
       outputBytes.push(bytes);
     });
