@@ -128,3 +128,53 @@ test("compile errors are shown with their diagnostics", async () => {
   assert.match(await page.textContent("#diagnostics"), /nope/);
   await page.close();
 });
+
+test("resident images run in place in the page (real Web Workers, shared memory) and draw to a canvas", async () => {
+  const page = await context.newPage();
+  await page.goto(`${server.url}/www/index.html?example=${EXAMPLE}&autorun=0`);
+  await page.waitForSelector("body[data-state=ready]", { timeout: 60_000, state: "attached" });
+  const result = await page.evaluate(async () => {
+    const { createRuntime, drawToCanvas } = await import("/web/dist/index.js");
+    const runtime = await createRuntime({ threads: 2 });
+    const pipeline = await runtime.compile(`
+input u8 photo(x, y, c)
+blur(x, y, c) = u8((u16(photo(x, y, c)) + u16(photo(x + 1, y, c)) + u16(photo(x, y + 1, c)) + u16(photo(x + 1, y + 1, c))) / 4)
+output blur
+schedule { blur.reorder(c, x, y).parallel(y).vectorize(x, 16) }
+`);
+    const [width, height] = [321, 200];
+    const frame = await pipeline.allocateImage("photo", { width: width + 1, height: height + 1, channels: 4 });
+    const shown = await pipeline.allocateImage("blur", { width, height, channels: 4 });
+    // Opaque alpha, so that the canvas (which premultiplies) keeps every sample.
+    for (let i = 0; i < frame.data.length; i++) frame.data[i] = i % 4 === 3 ? 255 : (Math.imul(i, 2654435761) >>> 24);
+    const copy = { data: frame.data.slice(), width: width + 1, height: height + 1, channels: 4 };
+    const size = { width, height, channels: 4 };
+    const inPlace = await pipeline.run({ inputs: { photo: frame }, outputSize: size, into: { blur: shown.data } });
+    const copied = await pipeline.run({ inputs: { photo: copy }, outputSize: size });
+    let differences = 0;
+    for (let i = 0; i < shown.data.length; i++) differences += shown.data[i] !== copied.outputs.blur.data[i] ? 1 : 0;
+    const canvas = document.createElement("canvas");
+    drawToCanvas(inPlace.outputs.blur, canvas);
+    const drawn = canvas.getContext("2d").getImageData(0, 0, width, height).data;
+    let drawnDifferences = 0;
+    for (let i = 0; i < drawn.length; i++) drawnDifferences += drawn[i] !== shown.data[i] ? 1 : 0;
+    const answer = {
+      resident: frame.resident && shown.resident,
+      shared: shown.data.buffer instanceof SharedArrayBuffer,
+      sameArray: inPlace.outputs.blur.data === shown.data,
+      differences,
+      drawnDifferences,
+      marshal: inPlace.timings.marshal,
+      iterations: inPlace.stats.iterationsPerThread.length,
+    };
+    runtime.dispose();
+    return answer;
+  });
+  assert.equal(result.resident, true);
+  assert.equal(result.shared, true);
+  assert.equal(result.sameArray, true);
+  assert.equal(result.iterations, 2);
+  assert.equal(result.differences, 0, "in place and copied runs differ");
+  assert.equal(result.drawnDifferences, 0, "the canvas differs from the resident output");
+  await page.close();
+});
