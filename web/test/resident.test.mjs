@@ -55,6 +55,17 @@ function runBlur(pipeline, input, into) {
   });
 }
 
+/** Each value sums a `window`-wide window of its row (wrapping): slow enough a run to interrupt. */
+function windowSums(window) {
+  return `
+input u16 in(x, y)
+rdom r = [0 .. ${window}]
+out(x, y) = u16(sum(u32(in((x + r.x) % in.width, y))) % 65521)
+output out
+schedule { out.parallel(y) }
+`;
+}
+
 let runtime;
 before(async () => {
   runtime = await createRuntime({ threads: 2 });
@@ -122,13 +133,7 @@ describe("resident images", () => {
   test("an allocation asked for during a run waits for it, so the run's buffers are not overwritten", async () => {
     // Long enough a run (a 1024-wide window per value) that the allocation
     // is asked for while it executes.
-    const pipeline = await runtime.compile(`
-input u16 in(x, y)
-rdom r = [0 .. 1024]
-out(x, y) = u16(sum(u32(in((x + r.x) % in.width, y))) % 65521)
-output out
-schedule { out.parallel(y) }
-`);
+    const pipeline = await runtime.compile(windowSums(1024));
     const [width, height] = [512, 512];
     const image = { data: fillPixels(new Uint16Array(width * height), 9), width, height, channels: 1 };
     const running = pipeline.run({ inputs: { in: image } });
@@ -197,13 +202,7 @@ schedule { out.parallel(y) }
   });
 
   test("after an aborted run (its workers are replaced) resident images keep their place and pixels", async () => {
-    const pipeline = await runtime.compile(`
-input u16 in(x, y)
-rdom r = [0 .. 4096]
-out(x, y) = u16(sum(u32(in((x + r.x) % in.width, y))) % 65521)
-output out
-schedule { out.parallel(y) }
-`);
+    const pipeline = await runtime.compile(windowSums(4096));
     const small = await pipeline.allocateImage("in", { width: 37, height: 5 });
     fillPixels(small.data, 11);
     const expected = [];
