@@ -4,7 +4,7 @@
 // Why: on shared memory a run otherwise copies every input into the
 // module's memory and every output out of it on the main thread. That
 // copying does not scale with threads: on a 16-core machine the 3x3 blur
-// of a 3072x2048 u16 image executed in 0.5 ms on 16 threads while its two
+// of a 3072x2048 u16 image executed in 0.6 ms on 16 threads while its two
 // copies took 5.4 ms (bench/runtime-threads.mjs, BENCHMARKS.md). A
 // caller that keeps its pixels in resident images pays neither copy.
 //
