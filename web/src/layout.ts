@@ -95,6 +95,16 @@ export interface Layout {
   bytesNeeded: number;
 }
 
+/**
+ * Bytes of the slot that holds a buffer of `bytes` bytes: it starts
+ * `BUFFER_OFFSET` into a `BUFFER_ALIGN`-aligned slot and is followed by the
+ * `BUFFER_SLACK` bytes SIMD loads may read. Run layouts and resident images
+ * (resident.ts) both place buffers this way.
+ */
+export function slotBytes(bytes: number): number {
+  return alignUp(BUFFER_OFFSET + bytes + BUFFER_SLACK, BUFFER_ALIGN);
+}
+
 /** The first byte after the argument block where buffers may go. */
 export function buffersStart(argsSize: number): number {
   return alignUp(ARGS_OFFSET + argsSize, BUFFER_ALIGN);
@@ -123,9 +133,8 @@ export function planLayout(
       bases.push(fixed);
       continue;
     }
-    const base = cursor + BUFFER_OFFSET;
-    bases.push(base);
-    cursor = alignUp(base + buffer.elements * buffer.elementBytes + BUFFER_SLACK, BUFFER_ALIGN);
+    bases.push(cursor + BUFFER_OFFSET);
+    cursor += slotBytes(buffer.elements * buffer.elementBytes);
   }
   const bytesNeeded = cursor + HEAP_HEADROOM;
   return bytesNeeded > MAX_MEMORY_BYTES ? null : { bases, heapTop: cursor, bytesNeeded };

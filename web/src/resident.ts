@@ -13,7 +13,7 @@
 // region's end, so the module never overwrites a resident image. The
 // region is managed first-fit; a freed block at the end shrinks it.
 
-import { BUFFER_ALIGN, BUFFER_OFFSET, BUFFER_SLACK, MAX_MEMORY_BYTES, alignUp } from "./layout.js";
+import { BUFFER_OFFSET, MAX_MEMORY_BYTES, slotBytes } from "./layout.js";
 
 /** One resident image's place in memory. */
 export interface ResidentBlock {
@@ -27,10 +27,9 @@ export interface ResidentBlock {
 }
 
 /**
- * The region of a memory that holds resident images: placed as the run
- * layout places its buffers (`BUFFER_OFFSET` into a `BUFFER_ALIGN`-aligned
- * slot, `BUFFER_SLACK` readable bytes after the last element), so the
- * generated code sees the same alignment either way.
+ * The region of a memory that holds resident images, in slots like those
+ * of the run layout (`slotBytes`), so the generated code sees the same
+ * alignment and read slack either way.
  */
 export class ResidentRegion {
   /** Live blocks, in address order. */
@@ -54,15 +53,15 @@ export class ResidentRegion {
    * last block. Null when that would pass the 4 GiB a wasm32 memory holds.
    */
   allocate(bytes: number): ResidentBlock | null {
-    const slotBytes = alignUp(BUFFER_OFFSET + bytes + BUFFER_SLACK, BUFFER_ALIGN);
+    const size = slotBytes(bytes);
     let gapStart = this.start;
     let at = 0;
     for (; at < this.blocks.length; at++) {
-      if (this.blocks[at].slotStart - gapStart >= slotBytes) break;
+      if (this.blocks[at].slotStart - gapStart >= size) break;
       gapStart = this.blocks[at].slotEnd;
     }
-    if (gapStart + slotBytes > MAX_MEMORY_BYTES) return null;
-    const block = { base: gapStart + BUFFER_OFFSET, bytes, slotStart: gapStart, slotEnd: gapStart + slotBytes };
+    if (gapStart + size > MAX_MEMORY_BYTES) return null;
+    const block = { base: gapStart + BUFFER_OFFSET, bytes, slotStart: gapStart, slotEnd: gapStart + size };
     this.blocks.splice(at, 0, block);
     return block;
   }
