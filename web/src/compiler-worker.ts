@@ -50,13 +50,29 @@ schedule {
   blur_y.tile(x, y, xi, yi, 64, 8).vectorize(xi, 8).parallel(y)
   blur_x.compute_at(blur_y, x).vectorize(x, 8)
 }`;
-// Forty rounds (about 0.5 s of the worker's idle time in Node), which V8
-// needs to optimise the compiler's hot functions now that a compile is
-// cheaper: in the page, box_blur's first nine compiles after the warm-up
-// have a median of 4.1-4.6 ms after forty rounds and 6.6-11.8 ms after
-// ten (`node bench/page-compile.mjs --warm box_blur`); the first one is
-// 10-12 ms either way.
-const WARM_UP_ROUNDS = 40;
+// A hundred and twenty rounds: V8 optimises the compiler's hot functions
+// only after they have run many times, and as compiles got cheaper, forty
+// rounds no longer got there. In the page, box_blur's first nine compiles
+// after the warm-up had a median of 13.4-14.9 ms after forty rounds and
+// 5.0-5.1 ms after a hundred and twenty, where the same runs' steady
+// state (compiles 161-240) was 4.7-5.2 ms (`node bench/page-compile.mjs
+// --warm box_blur`, alternating). The rounds take about 2 s of the
+// worker's idle time on a 2-core machine (forty took 1 s); a request
+// waits for the round in progress at most.
+const WARM_UP_ROUNDS = 120;
+
+/**
+ * Lets the worker's event loop run (and a request arrive) between two
+ * warm-up rounds. A message to itself rather than `setTimeout(0)`, which
+ * browsers clamp to 4 ms once timeouts nest: the worker would sit idle
+ * between rounds (the 120 rounds took 0.1-0.15 s longer in the page).
+ */
+function yieldToEvents(channel: MessageChannel): Promise<void> {
+  return new Promise((resolve) => {
+    channel.port1.onmessage = () => resolve();
+    channel.port2.postMessage(null);
+  });
+}
 
 /** Set by the first compile or check: the warm-up then stops. */
 let asked = false;
@@ -65,11 +81,12 @@ async function warmUp(options: string): Promise<void> {
   const started = performance.now();
   let compiled = 0;
   let rounds = 0;
+  const channel = new MessageChannel();
   for (; rounds < WARM_UP_ROUNDS; rounds++) {
     // Between rounds the worker answers what has arrived meanwhile, and a
     // request ends the warm-up: it only uses idle time, and a user's
     // compile waits for the round in progress at most.
-    await new Promise((resolve) => setTimeout(resolve, 0));
+    await yieldToEvents(channel);
     if (asked) break;
     try {
       const output = compile(WARM_UP_SOURCE, options);
@@ -81,6 +98,8 @@ async function warmUp(options: string): Promise<void> {
       // A failing warm-up only costs speed; the user's own compile reports errors.
     }
   }
+  // An open port would keep a Node worker's event loop alive.
+  channel.port1.close();
   port.post({ type: "warmed-up", ms: performance.now() - started, compiled, rounds } satisfies CompilerReply);
 }
 
