@@ -647,21 +647,22 @@ const LIBRARY_WORKLOADS = [
   // The sums are at most 256 * 65535, so the rounded result always fits in
   // u16: `sat_u16` is the same function as `u16` here, and it compiles to
   // one unsigned narrow (the shift clears the sign bit), where a wrapping
-  // cast masks each half first. Strips of 128 rows in parallel; blur_x a
-  // sliding window folded into 8 rows; four output rows per step of the
-  // vertical pass, unrolled inside the vector loop over x, so the four
-  // stores load the 8 rows of blur_x they read once (since session 15).
-  // On the Intel machine of sessions 12-15 this beat the session-10
-  // schedule (each strip's horizontal pass whole, then its vertical pass:
-  // bench/schedules/gaussian_u16_strips.ag) by a quarter on 2 threads;
-  // on session 10's AMD machine that one was fastest (execute, medians of
-  // alternating runs, `node bench/schedule-ab.mjs --channels 1
-  // bench/schedules/gaussian_u16_*.ag`; BENCHMARKS.md, sessions 10 and 15).
+  // cast masks each half first. Strips of 128 rows in parallel; the
+  // vertical pass first (the sums are exact in u32, so the result is the
+  // same bit for bit), four rows per step, unrolled inside the vector loop
+  // over x, so the four stores widen the 8 input rows they read once; then
+  // the horizontal pass reads those 32-bit sums with plain loads. On the
+  // Intel machine of sessions 12-19 this is a quarter faster than the
+  // horizontal pass first (gaussian_u16_sliding_rows4.ag, sessions 15-18),
+  // which widens each of its five taps (execute, medians of alternating
+  // runs, `node bench/schedule-ab.mjs --channels 1
+  // bench/schedules/gaussian_u16_*.ag`; BENCHMARKS.md, sessions 10, 15
+  // and 19).
   {
     workload: "gaussian 5x5 3072x2048 u16",
     layout: "gray u16",
     input: () => ({ data: blurInput, width: W, height: H, channels: 1 }),
-    source: readFileSync(join(repo, "bench", "schedules", "gaussian_u16_sliding_rows4.ag"), "utf8"),
+    source: readFileSync(join(repo, "bench", "schedules", "gaussian_u16_vertical_first_rows4.ag"), "utf8"),
   },
   {
     workload: "blur 3072x2048 RGBA u8",

@@ -1,7 +1,8 @@
 // Differential tests: every example, under its own hand schedule, compiled
 // in the page's compiler and run on the worker pool, gives exactly the
 // reference interpreter's output (the Rust CLI), with SIMD on and off and
-// on 1, 2 and 4 threads.
+// on 1, 2 and 4 threads. So does every pipeline of bench/schedules (the
+// benchmarks' own schedules, named `bench/NAME`).
 
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync, mkdtempSync } from "node:fs";
@@ -34,11 +35,15 @@ const CONFIGS = [
   { threads: 3, simd: true, sharedMemory: false },
 ];
 const only = process.env.ARGENT_EXAMPLES?.split(",");
-const examples = readdirSync(EXAMPLES)
-  .filter((file) => file.endsWith(".ag"))
-  .map((file) => file.slice(0, -3))
-  .filter((name) => !only || only.includes(name))
-  .sort();
+const BENCH_SCHEDULES = join(EXAMPLES, "..", "bench", "schedules");
+/** `[name, path]` of every pipeline to test, examples first. */
+const pipelineFiles = (dir, prefix) =>
+  readdirSync(dir)
+    .filter((file) => file.endsWith(".ag"))
+    .sort()
+    .map((file) => [prefix + file.slice(0, -3), join(dir, file)])
+    .filter(([name]) => !only || only.includes(name));
+const examples = [...pipelineFiles(EXAMPLES, ""), ...pipelineFiles(BENCH_SCHEDULES, "bench/")];
 
 const runtimes = new Map();
 const scratch = mkdtempSync(join(tmpdir(), "argent-examples-"));
@@ -54,9 +59,8 @@ test("there are examples to test", () => {
   assert.ok(only || examples.length >= 10, `found ${examples.length} examples in ${EXAMPLES}`);
 });
 
-for (const name of examples) {
+for (const [name, path] of examples) {
   describe(name, () => {
-    const path = join(EXAMPLES, `${name}.ag`);
     const source = readFileSync(path, "utf8");
     let expected;
     /** Raw output bytes of the first configuration, which every other must equal exactly. */
@@ -76,7 +80,7 @@ for (const name of examples) {
           expected ??= await Promise.all(
             referenceOutputs(path, photos, pipeline.outputs.map((o) => o.name)).map((p) => readPhoto(p)),
           );
-          const out = join(scratch, `${name}-${config.threads}-${config.simd}-${tiles}.png`);
+          const out = join(scratch, `${name.replace("/", "-")}-${config.threads}-${config.simd}-${tiles}.png`);
           const { rasters, result } = await runOnPhotos(pipeline, { inputs: photos }, out);
           assert.equal(result.stats.iterationsPerThread.length, config.threads);
           if (tiles) assert.equal(result.stats.inputBytesPerThread.length, config.threads);
