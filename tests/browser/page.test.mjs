@@ -178,3 +178,39 @@ schedule { blur.reorder(c, x, y).parallel(y).vectorize(x, 16) }
   assert.equal(result.drawnDifferences, 0, "the canvas differs from the resident output");
   await page.close();
 });
+
+test("polling between runs: back-to-back runs call the page's Web Workers through shared memory, with the same pixels", async () => {
+  const page = await context.newPage();
+  await page.goto(`${server.url}/www/index.html?example=${EXAMPLE}&autorun=0`);
+  await page.waitForSelector("body[data-state=ready]", { timeout: 60_000, state: "attached" });
+  const result = await page.evaluate(async () => {
+    const { createRuntime } = await import("/web/dist/index.js");
+    const source = `
+input u8 photo(x, y, c)
+blur(x, y, c) = u8((u16(photo(x, y, c)) + u16(photo(x + 1, y, c)) + u16(photo(x, y + 1, c)) + u16(photo(x + 1, y + 1, c))) / 4)
+output blur
+schedule { blur.reorder(c, x, y).parallel(y).vectorize(x, 16) }
+`;
+    const [width, height] = [300, 180];
+    const data = new Uint8Array((width + 1) * (height + 1) * 4);
+    for (let i = 0; i < data.length; i++) data[i] = Math.imul(i, 2654435761) >>> 24;
+    const request = { inputs: { photo: { data, width: width + 1, height: height + 1, channels: 4 } }, outputSize: { width, height, channels: 4 } };
+    const plain = await createRuntime({ threads: 2 });
+    const want = (await (await plain.compile(source)).run(request)).outputs.blur.data;
+    plain.dispose();
+    const polling = await createRuntime({ threads: 2, pollBetweenRuns: 1000 });
+    const pipeline = await polling.compile(source);
+    const called = [];
+    let differences = 0;
+    for (let run = 0; run < 3; run++) {
+      const { outputs, stats } = await pipeline.run(request);
+      called.push(stats.workersCalled);
+      for (let i = 0; i < want.length; i++) differences += outputs.blur.data[i] !== want[i] ? 1 : 0;
+    }
+    polling.dispose();
+    return { called, differences };
+  });
+  assert.deepEqual(result.called, [0, 2, 2]);
+  assert.equal(result.differences, 0, "runs called through shared memory compute other pixels");
+  await page.close();
+});

@@ -5,7 +5,11 @@
 // arguments straight into the memory and reads the outputs from it, so
 // the driver gets a message of a few words ("run-in-place"); on a memory
 // of its own the driver also lays out the buffers and copies the
-// (transferred) inputs in and the outputs out ("run").
+// (transferred) inputs in and the outputs out ("run"). When the runtime
+// polls between runs (`RuntimeOptions.pollBetweenRuns`), a worker that
+// finished a run on shared memory polls its idle word for that long, and
+// the next run of the same pipeline calls it there instead of by message
+// (see `Idle` in layout.ts).
 //
 // The parallel_for protocol follows argent-wasm's crate docs: the caller
 // publishes a job in a control block in shared memory, bumps a generation
@@ -19,8 +23,11 @@ import {
   ARGS_OFFSET,
   CONTROL_OFFSET,
   Control,
+  IDLE_WORKERS,
+  Idle,
   TRAP_STATUS,
   ensureMemory,
+  idleWords,
   planLayout,
   writeArguments,
 } from "./layout.js";
@@ -375,34 +382,85 @@ function query(request: Extract<ExecRequest, { type: "query" }>): void {
   reply({ type: "regions", runId: request.runId, regions });
 }
 
-/** A run whose arguments and inputs the main thread wrote into shared memory. */
-function runInPlace(request: Extract<ExecRequest, { type: "run-in-place" }>): void {
-  const loaded = pipelines.get(request.pipelineId);
-  if (!loaded) {
-    reply({ type: "run-error", runId: request.runId, message: `pipeline ${request.pipelineId} is not loaded` });
-    return;
-  }
-  const executed = execute(loaded, request.helpers);
-  reply({
-    type: "done",
-    runId: request.runId,
-    status: executed.status,
-    errorArgs: executed.errorArgs,
-    outputs: [],
-    trap: loaded.trap,
-    iterations: loaded.iterations,
-    timings: { copyIn: 0, execute: executed.execute, copyOut: 0 },
-  });
+/**
+ * When the run asked for polling afterwards, marks this worker as
+ * listening for the next run of `loaded` (see `Idle` in layout.ts) and
+ * returns for how many milliseconds; it must be called before the worker
+ * replies. Zero where it cannot listen (a memory that is not shared, or a
+ * worker without an idle word).
+ */
+function listen(loaded: Loaded, worker: number): number {
+  if (!(loaded.memory.buffer instanceof SharedArrayBuffer) || worker >= IDLE_WORKERS) return 0;
+  const pollMs = Atomics.load(control(loaded), Control.pollMicros) / 1000;
+  if (pollMs > 0) Atomics.store(idleWords(loaded.memory), worker, Idle.listening);
+  return pollMs;
 }
 
-function join(request: Extract<ExecRequest, { type: "join" }>): void {
-  const loaded = pipelines.get(request.pipelineId);
-  if (loaded) {
-    loaded.trap = null;
-    loaded.iterations = 0;
-    helpLoop(loaded);
+/**
+ * Polls this worker's idle word for `pollMs` after `listen`. Returns the
+ * run the main thread called it to (its id from the control block), or
+ * null when the time is up or the main thread released the worker.
+ */
+function nextRun(loaded: Loaded, worker: number, pollMs: number): number | null {
+  const idle = idleWords(loaded.memory);
+  const spinUntil = performance.now() + pollMs;
+  let state: number = Idle.listening;
+  for (let polls = 1; state === Idle.listening; polls++) {
+    state = Atomics.load(idle, worker);
+    if ((polls & 255) === 0 && state === Idle.listening && performance.now() > spinUntil) {
+      state = Atomics.compareExchange(idle, worker, Idle.listening, Idle.away);
+      if (state === Idle.listening) return null;
+    }
   }
-  reply({ type: "left", runId: request.runId, trap: loaded?.trap ?? null, iterations: loaded?.iterations ?? 0 });
+  Atomics.store(idle, worker, Idle.away);
+  return state === Idle.run ? Atomics.load(control(loaded), Control.runId) : null;
+}
+
+/**
+ * A run whose arguments and inputs the main thread wrote into shared
+ * memory; then, while the main thread calls them, the next runs of the
+ * same pipeline, without a message each.
+ */
+function runInPlace(request: Extract<ExecRequest, { type: "run-in-place" }>): void {
+  let runId: number | null = request.runId;
+  let helpers = request.helpers;
+  while (runId !== null) {
+    const loaded = pipelines.get(request.pipelineId);
+    if (!loaded) {
+      reply({ type: "run-error", runId, message: `pipeline ${request.pipelineId} is not loaded` });
+      return;
+    }
+    const executed = execute(loaded, helpers);
+    const pollMs = listen(loaded, request.worker);
+    reply({
+      type: "done",
+      runId,
+      status: executed.status,
+      errorArgs: executed.errorArgs,
+      outputs: [],
+      trap: loaded.trap,
+      iterations: loaded.iterations,
+      timings: { copyIn: 0, execute: executed.execute, copyOut: 0 },
+    });
+    runId = pollMs > 0 ? nextRun(loaded, request.worker, pollMs) : null;
+    helpers = Atomics.load(control(loaded), Control.helpers);
+  }
+}
+
+/** A helper's part of a run, and of the next runs it is called to (as `runInPlace`). */
+function join(request: Extract<ExecRequest, { type: "join" }>): void {
+  let runId: number | null = request.runId;
+  while (runId !== null) {
+    const loaded = pipelines.get(request.pipelineId);
+    if (loaded) {
+      loaded.trap = null;
+      loaded.iterations = 0;
+      helpLoop(loaded);
+    }
+    const pollMs = loaded ? listen(loaded, request.worker) : 0;
+    reply({ type: "left", runId, trap: loaded?.trap ?? null, iterations: loaded?.iterations ?? 0 });
+    runId = loaded && pollMs > 0 ? nextRun(loaded, request.worker, pollMs) : null;
+  }
 }
 
 port.onMessage((request: ExecRequest) => {

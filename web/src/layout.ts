@@ -24,8 +24,46 @@ export const Control = {
   status: 9,
   /** Set with the last job of a run: helpers leave. */
   quit: 10,
+  /** The run a worker waiting between runs is called to (see `Idle`). */
+  runId: 11,
+  /** How many helpers join that run's loops (the driver's `helpers`). */
+  helpers: 12,
+  /**
+   * Microseconds a worker polls its idle word after this run (see `Idle`);
+   * 0: it goes back to its event loop at once.
+   */
+  pollMicros: 13,
   words: 16,
 } as const;
+
+/**
+ * Byte offset of the idle words: one i32 per worker of the pool, in the
+ * memory of the pipeline it ran last, through which a worker that has just
+ * finished a run can be called to the next one without a message (see
+ * `Idle`). Between the control block and the argument block.
+ */
+export const IDLE_OFFSET = 256;
+/** Workers with an idle word; larger pools call the others by message. */
+export const IDLE_WORKERS = (1024 - IDLE_OFFSET) / 4;
+
+/**
+ * The states of a worker's idle word, used when the runtime polls between
+ * runs (`RuntimeOptions.pollBetweenRuns`). A worker that finished a run
+ * sets `listening` (before it replies) and polls the word for a while:
+ * waking a worker parked in its event loop costs 0.05-0.6 ms on a virtual
+ * machine, as much as a small pipeline's whole run. The main thread calls
+ * it to the next run of the same pipeline by swapping `listening` for
+ * `run` (the run's id and helpers in the control block), or sends it back
+ * to its event loop with `released` before posting it any message. A
+ * worker that stops polling swaps `listening` for `away`; whoever swaps
+ * first wins.
+ */
+export const Idle = { away: 0, listening: 1, run: 2, released: 3 } as const;
+
+/** The idle words of `memory` (see `Idle`), indexed by worker. */
+export function idleWords(memory: WebAssembly.Memory): Int32Array {
+  return new Int32Array(memory.buffer, IDLE_OFFSET, IDLE_WORKERS);
+}
 
 /** Status reported when a task threw (a trap) on a helper. */
 export const TRAP_STATUS = -1;
@@ -66,10 +104,24 @@ export function alignUp(value: number, align: number): number {
   return Math.ceil(value / align) * align;
 }
 
-/** Resets the control block before a run (nobody is using it then). */
-export function resetControl(memory: WebAssembly.Memory): void {
+/** What a run tells its workers through the control block. */
+export interface RunControl {
+  runId: number;
+  helpers: number;
+  /** How long the workers poll for the next run afterwards (see `Idle`). */
+  pollMicros: number;
+}
+
+/**
+ * Resets the control block before a run (nobody is using it then) and
+ * records what workers called without a message need to know.
+ */
+export function resetControl(memory: WebAssembly.Memory, run: RunControl): void {
   const control = new Int32Array(memory.buffer, CONTROL_OFFSET, Control.words);
   for (let i = 0; i < Control.words; i++) Atomics.store(control, i, 0);
+  Atomics.store(control, Control.runId, run.runId);
+  Atomics.store(control, Control.helpers, run.helpers);
+  Atomics.store(control, Control.pollMicros, run.pollMicros);
 }
 
 /** What the layout needs to know about one buffer of a run. */

@@ -4,6 +4,7 @@
 // the next run starts a fresh pool.
 
 import { ArgentRunError } from "./errors.js";
+import { IDLE_WORKERS, Idle, idleWords } from "./layout.js";
 import { startWorker, type WorkerHandle } from "./platform.js";
 import type { ExecReply, ExecRequest } from "./protocol.js";
 
@@ -19,6 +20,11 @@ export class Pool {
   readonly size: number;
   private workers: WorkerHandle[] = [];
   private waiters: Waiter[] = [];
+  /**
+   * Per worker, the memory whose idle word it may be polling, having
+   * replied to a run there (see `Idle` in layout.ts), or null.
+   */
+  private idleIn: (WebAssembly.Memory | null)[] = [];
   /** Set once a worker failed or the pool was terminated. */
   broken: Error | null = null;
   /** Resolves once every worker has loaded its script. */
@@ -71,9 +77,35 @@ export class Pool {
     for (const worker of this.workers) worker.setBusy(busy);
   }
 
+  /**
+   * Posts `request` to `worker`, first sending it back to its event loop if
+   * it may be polling for a next run (it would read the message only after
+   * polling for nothing).
+   */
   post(worker: number, request: ExecRequest, transfer?: Transferable[]): void {
     if (this.broken) throw this.broken;
+    const memory = this.idleIn[worker];
+    if (memory) {
+      this.idleIn[worker] = null;
+      Atomics.compareExchange(idleWords(memory), worker, Idle.listening, Idle.released);
+    }
     this.workers[worker].post(request, transfer);
+  }
+
+  /** `worker` replied to a run on shared `memory`: it may be polling there for the next. */
+  mayListen(worker: number, memory: WebAssembly.Memory): void {
+    if (worker < IDLE_WORKERS) this.idleIn[worker] = memory;
+  }
+
+  /**
+   * Calls `worker` to the run described in `memory`'s control block if it
+   * is still polling there; false when it is not (post it a message then).
+   */
+  call(worker: number, memory: WebAssembly.Memory): boolean {
+    if (this.broken) throw this.broken;
+    if (this.idleIn[worker] !== memory) return false;
+    this.idleIn[worker] = null;
+    return Atomics.compareExchange(idleWords(memory), worker, Idle.listening, Idle.run) === Idle.listening;
   }
 
   /** Marks the pool broken, rejects every waiter, and stops the workers. */

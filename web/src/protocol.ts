@@ -178,8 +178,10 @@ export type ExecRequest =
       runId: number;
       pipelineId: number;
       helpers: number;
+      /** The worker's index in the pool: its idle word (see `Idle` in layout.ts). */
+      worker: number;
     }
-  | { type: "join"; runId: number; pipelineId: number }
+  | { type: "join"; runId: number; pipelineId: number; worker: number }
   | {
       /** The bounds query: which region of each input a run of these arguments reads. */
       type: "query";

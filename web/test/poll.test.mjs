@@ -1,0 +1,178 @@
+// Polling between runs (`RuntimeOptions.pollBetweenRuns`): workers that
+// finished a run on shared memory poll for the next one, and the next run
+// of the same pipeline calls them through shared memory instead of by
+// message. Runs must give the pixels they give without polling, whatever
+// comes between them: another pipeline, a compile, a failed run, an abort.
+
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { createRuntime } from "../dist/index.js";
+
+// A 3x3 blur with a whole-image intermediate and parallel rows (the
+// pipeline of resident.test.mjs): a W x H input gives (W - 2) x (H - 2).
+const BLUR = `
+input u16 in(x, y)
+bx(x, y) = (in(x, y) + in(x + 1, y) + in(x + 2, y)) / 3
+out(x, y) = (bx(x, y) + bx(x, y + 1) + bx(x, y + 2)) / 3
+output out
+schedule {
+  bx.compute_root().parallel(y)
+  out.parallel(y).vectorize(x, 8)
+}
+`;
+
+// Another pipeline, to alternate with the blur.
+const SCALE = `
+input u16 in(x, y)
+param u16 k = 3
+out(x, y) = in(x, y) * k + u16(x)
+output out
+schedule { out.parallel(y).vectorize(x, 8) }
+`;
+
+/** Deterministic 12-bit pixels: `seed` changes every value. */
+function image(width, height, seed) {
+  const data = new Uint16Array(width * height);
+  for (let i = 0; i < data.length; i++) data[i] = (Math.imul(i + seed, 2654435761) >>> 20) & 4095;
+  return { data, width, height, channels: 1 };
+}
+
+function runBlur(pipeline, input) {
+  return pipeline.run({ inputs: { in: input }, outputSize: { width: input.width - 2, height: input.height - 2 } });
+}
+
+/** What a runtime that does not poll computes for `source` on `input`. */
+async function reference(source, input, params) {
+  const rt = await createRuntime({ threads: 1 });
+  try {
+    const pipeline = await rt.compile(source);
+    const size = source === BLUR ? { width: input.width - 2, height: input.height - 2 } : undefined;
+    const { outputs } = await pipeline.run({ inputs: { in: input }, params, outputSize: size });
+    return Array.from(outputs.out.data);
+  } finally {
+    rt.dispose();
+  }
+}
+
+describe("polling between runs", () => {
+  test("pollBetweenRuns must be a number of milliseconds from 0 to 1000", async () => {
+    for (const bad of [-1, 1001, Number.NaN, "1", Infinity]) {
+      await assert.rejects(createRuntime({ threads: 1, pollBetweenRuns: bad }), (e) => {
+        assert.ok(e instanceof RangeError, String(e));
+        assert.match(e.message, /pollBetweenRuns must be a number of milliseconds from 0 to 1000/);
+        return true;
+      });
+    }
+  });
+
+  for (const threads of [1, 2, 3]) {
+    test(`${threads} thread(s): back to back, the next run calls every worker through shared memory, with the same pixels`, async () => {
+      // A whole second: the workers are still polling when the next run
+      // comes, however slow the machine.
+      const runtime = await createRuntime({ threads, pollBetweenRuns: 1000 });
+      try {
+        assert.equal(runtime.pollBetweenRuns, 1000);
+        const pipeline = await runtime.compile(BLUR);
+        const inputs = [image(203, 101, 1), image(203, 101, 2), image(97, 230, 3)];
+        const wanted = [];
+        for (const input of inputs) wanted.push(await reference(BLUR, input));
+        const results = [];
+        for (const input of inputs) results.push(await runBlur(pipeline, input));
+        results.forEach((result, i) => {
+          assert.deepEqual(Array.from(result.outputs.out.data), wanted[i]);
+          assert.equal(result.stats.iterationsPerThread.length, threads);
+        });
+        // The first run woke the workers by message; the next ones found
+        // them polling.
+        assert.deepEqual(
+          results.map((r) => r.stats.workersCalled),
+          [0, threads, threads],
+        );
+      } finally {
+        runtime.dispose();
+      }
+    });
+  }
+
+  test("alternating pipelines, compiles in between, a failed run: each run is right, and the workers are released, not waited for", async () => {
+    const runtime = await createRuntime({ threads: 2, pollBetweenRuns: 1000 });
+    try {
+      const blur = await runtime.compile(BLUR);
+      const scale = await runtime.compile(SCALE);
+      const input = image(130, 70, 4);
+      const blurred = await reference(BLUR, input);
+      const scaled = await reference(SCALE, input, { k: 5 });
+      await runBlur(blur, input);
+      for (let round = 0; round < 3; round++) {
+        // The workers poll on the blur's memory: the other pipeline's run
+        // sends them back to their event loops and posts its messages. Were
+        // they not released, it would wait for their second of polling.
+        const started = performance.now();
+        const other = await scale.run({ inputs: { in: input }, params: { k: 5 } });
+        assert.ok(performance.now() - started < 500, "the polling workers were released");
+        assert.equal(other.stats.workersCalled, 0);
+        assert.deepEqual(Array.from(other.outputs.out.data), scaled);
+        const again = await scale.run({ inputs: { in: input }, params: { k: 5 } });
+        assert.equal(again.stats.workersCalled, 2);
+        assert.deepEqual(Array.from(again.outputs.out.data), scaled);
+        const back = await runBlur(blur, input);
+        assert.equal(back.stats.workersCalled, 0);
+        assert.deepEqual(Array.from(back.outputs.out.data), blurred);
+      }
+      // A compile loads the new module on the polling workers (a message).
+      const third = await runtime.compile(SCALE);
+      const fresh = await third.run({ inputs: { in: input }, params: { k: 5 } });
+      assert.deepEqual(Array.from(fresh.outputs.out.data), scaled);
+      // A run that fails its input check, then runs that work.
+      await assert.rejects(
+        third.run({ inputs: { in: image(4, 4, 5) }, outputSize: { width: 8, height: 8 } }),
+        (e) => e.kind === "input-too-small",
+      );
+      for (let i = 0; i < 2; i++) {
+        const ok = await third.run({ inputs: { in: input }, params: { k: 5 } });
+        assert.deepEqual(Array.from(ok.outputs.out.data), scaled);
+      }
+    } finally {
+      runtime.dispose();
+    }
+  });
+
+  test("an abort replaces the polling workers and the next runs are right", async () => {
+    const runtime = await createRuntime({ threads: 2, pollBetweenRuns: 1000 });
+    try {
+      const pipeline = await runtime.compile(BLUR);
+      const input = image(150, 90, 6);
+      const want = await reference(BLUR, input);
+      await runBlur(pipeline, input);
+      const abort = new AbortController();
+      abort.abort();
+      await assert.rejects(
+        pipeline.run({ inputs: { in: input }, outputSize: { width: 148, height: 88 }, signal: abort.signal }),
+        (e) => e.kind === "aborted",
+      );
+      for (let i = 0; i < 3; i++) {
+        const { outputs } = await runBlur(pipeline, input);
+        assert.deepEqual(Array.from(outputs.out.data), want);
+      }
+    } finally {
+      runtime.dispose();
+    }
+  });
+
+  test("without shared memory (tiles mode) nothing polls", async () => {
+    const runtime = await createRuntime({ threads: 2, sharedMemory: false, pollBetweenRuns: 1000 });
+    try {
+      assert.equal(runtime.mode, "tiles");
+      const pipeline = await runtime.compile(BLUR);
+      const input = image(120, 80, 7);
+      const want = await reference(BLUR, input);
+      for (let i = 0; i < 2; i++) {
+        const result = await runBlur(pipeline, input);
+        assert.equal(result.stats.workersCalled, undefined);
+        assert.deepEqual(Array.from(result.outputs.out.data), want);
+      }
+    } finally {
+      runtime.dispose();
+    }
+  });
+});
