@@ -769,7 +769,7 @@ impl Simplifier {
             ExprKind::Binary {
                 op: BinOp::Add | BinOp::Sub,
                 ..
-            } if e.ty().is_integer() && e.ty().is_scalar() => {
+            } if takes_linear_forms(e.ty()) => {
                 let l = self.linear_of(e);
                 let sum = rebuild(&l);
                 self.remember_linear(&sum, l);
@@ -884,7 +884,12 @@ impl Simplifier {
 
     fn let_expr(&mut self, name: &str, value: &Expr, body: &Expr) -> Expr {
         let v = self.expr(value);
+        // Small affine values are substituted, as `LetStmt`s' are (see
+        // `let_chain`): inlining binds a func's arguments to lets such as
+        // `let s.y = y + 1`, and only substituted do the uses' indices fold
+        // (`(s.y + 6) % 8` to `(y + 7) % 8`), so that equal loads look equal.
         let trivial = is_trivial(&v)
+            || is_small_affine(&v, 3)
             || argent_ir::visit::expr_uses_var(body, name) && count_uses(body, name) <= 1;
         if trivial && !expr_binds_any(body, &vars_of(&v)) {
             return self.expr(&substitute(body, name, &v));
@@ -1203,6 +1208,9 @@ impl Simplifier {
 
     fn int_binary(&mut self, op: BinOp, a: Expr, b: Expr) -> Expr {
         let ty = a.ty();
+        if !takes_linear_forms(ty) && matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul) {
+            return self.value_arith(op, a, b);
+        }
         match op {
             BinOp::Add | BinOp::Sub => {
                 // Linearize the operands directly rather than a freshly
@@ -1266,6 +1274,24 @@ impl Simplifier {
                 }
                 Expr::binary(op, a, b)
             }
+            _ => Expr::binary(op, a, b),
+        }
+    }
+
+    /// `a op b` for a sum, difference or product of values (not of
+    /// indices, see [`takes_linear_forms`]): identities only, the operands
+    /// keep the order and grouping the program gave them.
+    fn value_arith(&mut self, op: BinOp, a: Expr, b: Expr) -> Expr {
+        let (ca, cb) = (const_int(&a), const_int(&b));
+        match op {
+            BinOp::Add if cb == Some(0) => a,
+            BinOp::Add if ca == Some(0) => b,
+            BinOp::Sub if cb == Some(0) => a,
+            BinOp::Sub if expr_eq(&a, &b) => Expr::int(a.ty(), 0),
+            BinOp::Mul if cb == Some(1) => a,
+            BinOp::Mul if ca == Some(1) => b,
+            BinOp::Mul if ca == Some(0) => a,
+            BinOp::Mul if cb == Some(0) => b,
             _ => Expr::binary(op, a, b),
         }
     }
@@ -1925,6 +1951,17 @@ fn shallow_same(a: &Expr, b: &Expr) -> bool {
 /// Values cheap enough to copy into every use. Ramps with a constant
 /// stride count too, whatever their base: substituted, loads and stores
 /// indexed by them are visibly dense (CSE lifts a shared base again).
+/// Whether sums of `ty` are taken apart into linear forms (collected
+/// terms, folded constants, a canonical order): the `i32` index arithmetic
+/// that bounds, loop partitioning and CSE compare. Sums of pixel values
+/// (every other integer type) keep the order and grouping the program gave
+/// them, so that a sum written as a cascade of pairs (a gaussian as
+/// repeated `[1 1]` filters) reaches the backend as such, and unrolled
+/// rows can share its partial sums.
+fn takes_linear_forms(ty: Type) -> bool {
+    ty == Type::I32
+}
+
 fn is_trivial(e: &Expr) -> bool {
     match e.kind() {
         ExprKind::IntImm(_) | ExprKind::FloatImm(_) | ExprKind::Var(_) => true,

@@ -96,6 +96,49 @@ fn order_rules_apply_to_i32_only() {
 }
 
 #[test]
+fn value_sums_keep_their_grouping_index_sums_are_linear() {
+    // A cascade of pair sums of pixel values, as a program writes a
+    // gaussian as repeated [1 1] filters, stays a cascade (unrolled rows
+    // then share its pairs); the same shape in i32 index arithmetic is
+    // collected into a linear form.
+    let v = |name: &str| Expr::var(Type::U32, name);
+    let h = |name: &str| Expr::var(Type::U16, name);
+    let z = Expr::var_i32("z");
+    check_simplify(
+        &[
+            (v("a") + v("b")) + (v("b") + v("c")),
+            (h("a") + h("b")) * Expr::int(Type::U16, 1) + Expr::int(Type::U16, 0),
+            h("a") - h("a"),
+            (x() + y()) + (y() + z),
+        ],
+        expect![[r#"
+            ((a + b) + (b + c))  ==>  ((a + b) + (b + c))
+            (((a + b) * u16(1)) + u16(0))  ==>  (a + b)
+            (a - a)  ==>  u16(0)
+            ((x + y) + (y + z))  ==>  ((x + (y * 2)) + z)
+        "#]],
+    );
+}
+
+#[test]
+fn lets_of_small_affine_values_are_substituted() {
+    // Inlining binds a func's arguments to lets; substituted, the loads'
+    // indices fold, so equal loads look equal (here they become one `t`).
+    let t = Expr::var_i32("t");
+    let load = |index: Expr| Expr::load(Type::U16, "f", index);
+    check_simplify(
+        &[
+            Expr::let_in("t", x() + 1, load(t.clone() + 6) + load(t.clone() - 1)),
+            Expr::let_in("t", x() * y(), load(t.clone()) + load(t.clone() + 1)),
+        ],
+        expect![[r#"
+            (let t = (x + 1) in (f[(t + 6)] + f[(t - 1)]))  ==>  (f[(x + 7)] + f[x])
+            (let t = (x * y) in (f[t] + f[(t + 1)]))  ==>  (let t = (x * y) in (f[t] + f[(t + 1)]))
+        "#]],
+    );
+}
+
+#[test]
 fn division_and_modulo() {
     check_simplify(
         &[

@@ -145,7 +145,10 @@
 //! included: nothing stores inside an expression). Consecutive vector
 //! stores (an unrolled loop's rows) go on sharing, except values that load
 //! from a buffer stored in between: buffers of different names never
-//! overlap.
+//! overlap. Besides equal expressions, an instruction applied again to the
+//! same registers reuses the first result (registers are not reused within
+//! a statement or a run of stores, so they name values): the pair sums of
+//! a cascade that each row's CSE bound differently are computed once.
 //!
 //! # Semantics
 //! Generated code follows the reference semantics of `argent_ir::module`

@@ -200,6 +200,11 @@ impl CachedVector {
     }
 }
 
+/// The `key_bits` of vector cache entries that number values by the
+/// instruction and operand registers that computed them (see
+/// `FnBuilder::numbered_map2`); other entries hold 0 or a mask width.
+const VALUE_NUMBER: u8 = 250;
+
 /// A register that identifies a binding: bindings made within one
 /// statement never share registers.
 pub(crate) fn binding_id(b: &Binding) -> u32 {
@@ -2572,7 +2577,67 @@ impl FnBuilder<'_> {
                 None => return Err(VErr::Unsupported),
             },
         };
-        Ok(self.map2(&av, &bv, i))
+        let commutative = matches!(
+            op,
+            BinOp::Add
+                | BinOp::Mul
+                | BinOp::BitAnd
+                | BinOp::BitOr
+                | BinOp::BitXor
+                | BinOp::And
+                | BinOp::Or
+                | BinOp::Min
+                | BinOp::Max
+                | BinOp::Eq
+                | BinOp::Ne
+        );
+        Ok(self.numbered_map2(&av, &bv, i, commutative))
+    }
+
+    /// [`FnBuilder::map2`], unless the same instruction was already applied
+    /// to the same registers in this statement or run of stores: then
+    /// those results. Equal expressions are found by the vector cache;
+    /// this finds equal values whose expressions differ, such as the pair
+    /// sums of a cascade that one unrolled row computes as `a + b` (with
+    /// `b` a let of its own) and the row before as a `let` of `a + b`:
+    /// their operands resolved to the same registers (registers are never
+    /// reused within a statement or run, so they name values).
+    fn numbered_map2(
+        &mut self,
+        a: &VecVal,
+        b: &VecVal,
+        op: I<'static>,
+        commutative: bool,
+    ) -> VecVal {
+        if self.vector_cache.is_none() {
+            return self.map2(a, b, op);
+        }
+        let (x, y) = if commutative && b.parts < a.parts {
+            (b, a)
+        } else {
+            (a, b)
+        };
+        // A name no variable has: the entry stands for this instruction
+        // on these registers (as in `lane_offset`).
+        let key = Expr::var(Type::I32, format!("%vn.{op:?}.{:?}.{:?}", x.parts, y.parts));
+        if let Some(cache) = &self.vector_cache
+            && let Some(hit) = cache
+                .iter()
+                .rev()
+                .find(|c| c.key_bits == VALUE_NUMBER && c.expr == key)
+        {
+            return hit.value.clone();
+        }
+        let v = self.map2(a, b, op);
+        if let Some(cache) = &mut self.vector_cache {
+            cache.push(CachedVector {
+                expr: key,
+                key_bits: VALUE_NUMBER,
+                value: v.clone(),
+                deps: Some(Vec::new()),
+            });
+        }
+        v
     }
 
     /// `c` in every lane of a vector shaped like `like`.

@@ -209,3 +209,54 @@ fn unrolled_rgba_channels_store_interleaved_vectors() {
         "no steady-state loop stores interleaved RGBA vectors"
     );
 }
+
+/// The vector instructions of the steady-state loops of `source` that
+/// `count` selects, summed over those loops.
+fn steady_count(source: &str, count: impl Fn(&str) -> bool) -> usize {
+    innermost_loops(&source_wat(source))
+        .into_iter()
+        .filter(|body| body.iter().any(|i| i.starts_with("v128.store")) && !chooses(body))
+        .map(|body| body.iter().filter(|i| count(i)).count())
+        .sum()
+}
+
+/// Four rows of a vertical 5-tap binomial, unrolled inside a loop
+/// vectorised over x, share the partial sums of their taps when the
+/// program writes the filter as a cascade of `[1 1]` pairs: the simplifier
+/// keeps the grouping of sums of pixel values, and the stores of the
+/// unrolled rows reuse what earlier rows computed. Per 8 lanes (two
+/// registers) the four rows then take 7 + 6 + 5 + 4 pair sums, 44 adds,
+/// where each row alone would take 10 per register (80), and the weighted
+/// form 1 4 6 4 1 takes 40 adds and 16 shifts.
+#[test]
+fn unrolled_rows_share_a_cascade_of_pair_sums() {
+    let schedule =
+        "schedule { out.split(y, y, yy, 4).reorder(yy, x, y).vectorize(x, 8).unroll(yy) }";
+    let cascade = format!(
+        "input u16 in(x, y)
+wide(x, y) = u32(in(x, y))
+p1(x, y) = wide(x, y) + wide(x, y + 1)
+p2(x, y) = p1(x, y) + p1(x, y + 1)
+p3(x, y) = p2(x, y) + p2(x, y + 1)
+out(x, y) = p3(x, y) + p3(x, y + 1)
+output out
+{schedule}"
+    );
+    let weighted = format!(
+        "input u16 in(x, y)
+wide(x, y) = u32(in(x, y))
+out(x, y) = wide(x, y) + 4 * wide(x, y + 1) + 6 * wide(x, y + 2) + 4 * wide(x, y + 3) + wide(x, y + 4)
+output out
+{schedule}"
+    );
+    let ops = |source: &str| {
+        (
+            steady_count(source, |i| i == "i32x4.add"),
+            steady_count(source, |i| i.starts_with("i32x4.shl") || i == "i32x4.mul"),
+            steady_count(source, |i| i.starts_with("v128.load16x4_u")),
+        )
+    };
+    // Both load each of the 8 input rows once, widening (two loads each).
+    assert_eq!(ops(&cascade), (44, 0, 16));
+    assert_eq!(ops(&weighted), (40, 16, 16));
+}
