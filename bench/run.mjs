@@ -694,8 +694,10 @@ if (argentBuilt) {
       const runtime = await argent.createRuntime({ threads });
       // Runs back to back, as the libraries' calls are timed, with the
       // workers polling between runs (`pollBetweenRuns`): the figure for a
-      // caller that runs frame after frame.
-      const polling = await argent.createRuntime({ threads, pollBetweenRuns: POLL_MS });
+      // caller that runs frame after frame. Created when first needed: a
+      // new runtime's compiler warms up in the background (about 2 s of a
+      // core) until its first compile, which would slow what runs meanwhile.
+      let polling = null;
       try {
         for (const w of LIBRARY_WORKLOADS) {
           // The first compile in a fresh runtime also compiles the
@@ -736,6 +738,7 @@ if (argentBuilt) {
           });
           residentExecute.sort((a, b) => a - b);
           record({ workload: w.workload, impl: `Argent (${pipeline.simd ? "simd128" : "scalar"}, ${runtime.mode}, resident images)`, threads, layout: w.layout, ...tr, execute: residentExecute[residentExecute.length >> 1], mpix: mp(W, H), argentLibrary: true, resident: true, example: w.example, schedule: w.schedule, note: `${w.schedule ? `${w.schedule} schedule, ` : ""}input and output in the pipeline's memory (allocateImage): no copies` });
+          polling ??= await argent.createRuntime({ threads, pollBetweenRuns: POLL_MS });
           const polled = await polling.compile(w.source);
           const polledIn = await polled.allocateImage(polled.inputs[0].name, { width: W, height: H, channels: image.channels });
           const polledOut = await polled.allocateImage(polled.outputs[0].name, request.outputSize);
@@ -754,7 +757,7 @@ if (argentBuilt) {
           pipeline.dispose();
         }
       } finally {
-        polling.dispose();
+        polling?.dispose();
         runtime.dispose();
       }
     }
