@@ -65,8 +65,9 @@ export interface RuntimeOptions {
    * run on shared memory, so that the next run of the same pipeline starts
    * without waking them (a message, 0.05-0.6 ms on a virtual machine, and
    * a core that went idle). For runs back to back (frames of a video, a
-   * batch of images): on a 2-core virtual machine a 3x3 blur of 3072x2048
-   * u16 pixels on 1 thread took 2.4 ms per run instead of 4.1 ms. The cost
+   * batch of images): on a 2-core virtual machine, 2 threads, a 5x5
+   * gaussian of 3072x2048 u16 pixels took 1.96-2.16 ms per run instead of
+   * 2.13-2.54 ms (`bench/poll-ab.mjs`). The cost
    * is up to this much CPU time per worker after every run, taken from
    * whatever else wants the cores (the page's own work, other runtimes).
    * Defaults to 0: workers go back to sleep at once.
