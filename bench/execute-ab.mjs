@@ -12,17 +12,12 @@
 // after three warm-up runs (V8 optimises the module meanwhile).
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
+import { commandLine } from "./args.mjs";
 import { noisePixels } from "./pixels.mjs";
 import { fileURLToPath } from "node:url";
 
 const repo = join(dirname(fileURLToPath(import.meta.url)), "..");
-const args = process.argv.slice(2);
-const option = (name, fallback) => {
-  const i = args.indexOf(name);
-  if (i < 0) return fallback;
-  const [value] = args.splice(i, 2).slice(1);
-  return value;
-};
+const { option, rest: args } = commandLine();
 const threads = Number(option("--threads", "1"));
 const rounds = Number(option("--rounds", "80"));
 const [width, height] = option("--size", "3072x2048").split("x").map(Number);

@@ -15,29 +15,23 @@
 import { readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { commandLine } from "./args.mjs";
 import { noisePixels } from "./pixels.mjs";
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const argent = await import(pathToFileURL(join(repo, "web", "dist", "index.js")).href);
-const args = process.argv.slice(2);
-const option = (name, fallback) => {
-  const at = args.indexOf(name);
-  if (at < 0) return fallback;
-  const value = args[at + 1];
-  args.splice(at, 2);
-  return value;
-};
+const { option, rest: files } = commandLine();
 const threads = Number(option("--threads", "2"));
 const pollMs = Number(option("--poll", "1"));
 const blocks = Number(option("--blocks", "8"));
 const runsPerBlock = Number(option("--runs", "10"));
 const [W, H] = option("--size", "3072x2048").split("x").map(Number);
 const channels = Number(option("--channels", "3"));
-if (args.length === 0) throw new Error("usage: node bench/poll-ab.mjs [options] PIPELINE.ag ...");
+if (files.length === 0) throw new Error("usage: node bench/poll-ab.mjs [options] PIPELINE.ag ...");
 
 const median = (v) => [...v].sort((a, b) => a - b)[v.length >> 1];
 console.log(`${W}x${H}, ${threads} thread(s), resident images, ${blocks} blocks of ${runsPerBlock} runs back to back (ms, medians):`);
-for (const file of args) {
+for (const file of files) {
   const source = readFileSync(file, "utf8");
   const setups = [];
   for (const poll of [0, pollMs]) {

@@ -629,6 +629,30 @@ if (!argentBuilt) {
 // sliding window for the horizontal pass, vectors across x; RGBA with its
 // four channels unrolled, so each group of pixels leaves as one
 // interleaved store).
+/**
+ * Times `pipeline` on resident images (`allocateImage`: input and output in
+ * its memory, no copies), the input filled with `image`'s pixels, after
+ * checking that it computes `withCopies` (what its run with copies gave;
+ * `what` names it in the error). Returns `measure`'s figures and the
+ * median `execute`.
+ */
+async function timeResident(pipeline, image, request, withCopies, what) {
+  const [input, output] = [pipeline.inputs[0].name, pipeline.outputs[0].name];
+  const residentIn = await pipeline.allocateImage(input, { width: W, height: H, channels: image.channels });
+  const residentOut = await pipeline.allocateImage(output, request.outputSize);
+  residentIn.data.set(image.data);
+  const residentRequest = { ...request, inputs: { [input]: residentIn }, into: { [output]: residentOut.data } };
+  for (let i = 0; i < 4; i++) await pipeline.run(residentRequest);
+  if (compareArrays(residentOut.data, withCopies).mismatches) throw new Error(`${what} differs from its run with copies`);
+  const execute = [];
+  const t = await measure(async () => {
+    const result = await pipeline.run(residentRequest);
+    execute.push(result.timings.execute);
+  });
+  execute.sort((a, b) => a - b);
+  return { ...t, execute: execute[execute.length >> 1] };
+}
+
 /** `pollBetweenRuns` of the library workloads' polling rows, in ms. */
 const POLL_MS = 1;
 const LIBRARY_WORKLOADS = [
@@ -725,34 +749,13 @@ if (argentBuilt) {
           // own heaps (an OpenCV.js Mat, a vips image): the like-for-like
           // Argent figure keeps input and output in the pipeline's memory
           // too (resident images), so a run copies no pixels.
-          const residentIn = await pipeline.allocateImage(pipeline.inputs[0].name, { width: W, height: H, channels: image.channels });
-          const residentOut = await pipeline.allocateImage(pipeline.outputs[0].name, request.outputSize);
-          residentIn.data.set(image.data);
-          const residentRequest = { ...request, inputs: { [pipeline.inputs[0].name]: residentIn }, into: { [pipeline.outputs[0].name]: residentOut.data } };
-          for (let i = 0; i < 4; i++) await pipeline.run(residentRequest);
-          if (compareArrays(residentOut.data, Object.values(into)[0]).mismatches) throw new Error(`Argent's ${w.workload} (${w.example}) on resident images differs from its run with copies`);
-          const residentExecute = [];
-          const tr = await measure(async () => {
-            const result = await pipeline.run(residentRequest);
-            residentExecute.push(result.timings.execute);
-          });
-          residentExecute.sort((a, b) => a - b);
-          record({ workload: w.workload, impl: `Argent (${pipeline.simd ? "simd128" : "scalar"}, ${runtime.mode}, resident images)`, threads, layout: w.layout, ...tr, execute: residentExecute[residentExecute.length >> 1], mpix: mp(W, H), argentLibrary: true, resident: true, example: w.example, schedule: w.schedule, note: `${w.schedule ? `${w.schedule} schedule, ` : ""}input and output in the pipeline's memory (allocateImage): no copies` });
+          const withCopies = Object.values(into)[0];
+          const tr = await timeResident(pipeline, image, request, withCopies, `Argent's ${w.workload} (${w.example}) on resident images`);
+          record({ workload: w.workload, impl: `Argent (${pipeline.simd ? "simd128" : "scalar"}, ${runtime.mode}, resident images)`, threads, layout: w.layout, ...tr, mpix: mp(W, H), argentLibrary: true, resident: true, example: w.example, schedule: w.schedule, note: `${w.schedule ? `${w.schedule} schedule, ` : ""}input and output in the pipeline's memory (allocateImage): no copies` });
           polling ??= await argent.createRuntime({ threads, pollBetweenRuns: POLL_MS });
           const polled = await polling.compile(w.source);
-          const polledIn = await polled.allocateImage(polled.inputs[0].name, { width: W, height: H, channels: image.channels });
-          const polledOut = await polled.allocateImage(polled.outputs[0].name, request.outputSize);
-          polledIn.data.set(image.data);
-          const polledRequest = { ...request, inputs: { [polled.inputs[0].name]: polledIn }, into: { [polled.outputs[0].name]: polledOut.data } };
-          for (let i = 0; i < 4; i++) await polled.run(polledRequest);
-          if (compareArrays(polledOut.data, Object.values(into)[0]).mismatches) throw new Error(`Argent's ${w.workload} (${w.example}) polling between runs differs from its run with copies`);
-          const polledExecute = [];
-          const tp = await measure(async () => {
-            const result = await polled.run(polledRequest);
-            polledExecute.push(result.timings.execute);
-          });
-          polledExecute.sort((a, b) => a - b);
-          record({ workload: w.workload, impl: `Argent (${polled.simd ? "simd128" : "scalar"}, ${polling.mode}, resident images, polling)`, threads, layout: w.layout, ...tp, execute: polledExecute[polledExecute.length >> 1], mpix: mp(W, H), argentLibrary: true, resident: true, poll: true, example: w.example, schedule: w.schedule, note: `${w.schedule ? `${w.schedule} schedule, ` : ""}resident images; workers poll ${POLL_MS} ms between runs (pollBetweenRuns)` });
+          const tp = await timeResident(polled, image, request, withCopies, `Argent's ${w.workload} (${w.example}) polling between runs`);
+          record({ workload: w.workload, impl: `Argent (${polled.simd ? "simd128" : "scalar"}, ${polling.mode}, resident images, polling)`, threads, layout: w.layout, ...tp, mpix: mp(W, H), argentLibrary: true, resident: true, poll: true, example: w.example, schedule: w.schedule, note: `${w.schedule ? `${w.schedule} schedule, ` : ""}resident images; workers poll ${POLL_MS} ms between runs (pollBetweenRuns)` });
           polled.dispose();
           pipeline.dispose();
         }

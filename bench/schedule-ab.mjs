@@ -10,27 +10,18 @@
 // --channels. Defaults: 2 threads, 41 rounds, 3072x2048, 3 channels.
 import { readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
+import { commandLine } from "./args.mjs";
 import { noisePixels } from "./pixels.mjs";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const argent = await import(pathToFileURL(join(repo, "web", "dist", "index.js")).href);
-const args = process.argv.slice(2);
-const option = (name, fallback) => {
-  const at = args.indexOf(name);
-  if (at < 0) return fallback;
-  const value = args[at + 1];
-  args.splice(at, 2);
-  return value;
-};
+const { option, flag, rest: files } = commandLine();
 const threads = Number(option("--threads", "2"));
 const rounds = Number(option("--rounds", "41"));
 const [W, H] = option("--size", "3072x2048").split("x").map(Number);
 const channels = Number(option("--channels", "3"));
-const residentAt = args.indexOf("--resident");
-const resident = residentAt >= 0;
-if (resident) args.splice(residentAt, 1);
-const files = args;
+const resident = flag("--resident");
 if (files.length === 0) throw new Error("usage: node bench/schedule-ab.mjs [options] A.ag B.ag ...");
 
 const runtime = await argent.createRuntime({ threads });

@@ -1,6 +1,6 @@
 // Shared helpers for the runtime's tests: repository paths, the Rust CLI
-// whose reference interpreter gives the expected outputs, and a cache of
-// those reference outputs.
+// whose reference interpreter gives the expected outputs, a cache of those
+// reference outputs, and a small blur pipeline.
 
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
@@ -10,6 +10,23 @@ import { fileURLToPath } from "node:url";
 
 export const WEB = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 export const REPO = resolve(WEB, "..");
+
+/**
+ * A 3x3 blur with a whole-image intermediate (it lives on the module's
+ * heap) and parallel rows. It reads right and down, so a W x H input gives
+ * a (W - 2) x (H - 2) output. With inputs of 12 significant bits the u16
+ * sums do not wrap.
+ */
+export const BLUR_U16 = `
+input u16 in(x, y)
+bx(x, y) = (in(x, y) + in(x + 1, y) + in(x + 2, y)) / 3
+out(x, y) = (bx(x, y) + bx(x, y + 1) + bx(x, y + 2)) / 3
+output out
+schedule {
+  bx.compute_root().parallel(y)
+  out.parallel(y).vectorize(x, 8)
+}
+`;
 export const EXAMPLES = join(REPO, "examples");
 export const IMAGES = join(REPO, "images");
 

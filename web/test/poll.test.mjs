@@ -7,19 +7,10 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { createRuntime } from "../dist/index.js";
+import { BLUR_U16 } from "./helpers.mjs";
 
-// A 3x3 blur with a whole-image intermediate and parallel rows (the
-// pipeline of resident.test.mjs): a W x H input gives (W - 2) x (H - 2).
-const BLUR = `
-input u16 in(x, y)
-bx(x, y) = (in(x, y) + in(x + 1, y) + in(x + 2, y)) / 3
-out(x, y) = (bx(x, y) + bx(x, y + 1) + bx(x, y + 2)) / 3
-output out
-schedule {
-  bx.compute_root().parallel(y)
-  out.parallel(y).vectorize(x, 8)
-}
-`;
+// The blur of helpers.mjs: a W x H input gives (W - 2) x (H - 2).
+const BLUR = BLUR_U16;
 
 // Another pipeline, to alternate with the blur.
 const SCALE = `

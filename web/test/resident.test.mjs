@@ -6,21 +6,10 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { ArgentRunError, createRuntime } from "../dist/index.js";
+import { BLUR_U16 } from "./helpers.mjs";
 
-// A 3x3 blur with a whole-image intermediate (it lives on the module's
-// heap) and parallel rows. It reads right and down, so a W x H input gives
-// a (W - 2) x (H - 2) output. Inputs have 12 significant bits: the u16 sums
-// do not wrap.
-const BLUR = `
-input u16 in(x, y)
-bx(x, y) = (in(x, y) + in(x + 1, y) + in(x + 2, y)) / 3
-out(x, y) = (bx(x, y) + bx(x, y + 1) + bx(x, y + 2)) / 3
-output out
-schedule {
-  bx.compute_root().parallel(y)
-  out.parallel(y).vectorize(x, 8)
-}
-`;
+// The blur of helpers.mjs: a (W - 2) x (H - 2) output, inputs of 12 bits.
+const BLUR = BLUR_U16;
 
 const COLOR = `
 input u8 photo(x, y, c)
