@@ -73,6 +73,22 @@ after(async () => {
   if (userDataDir) rmSync(userDataDir, { recursive: true, force: true });
 });
 
+/** A new page of the playground, loaded with its compiler ready and nothing run. */
+async function readyPage() {
+  const page = await context.newPage();
+  await page.goto(`${server.url}/www/index.html?example=${EXAMPLE}&autorun=0`);
+  await page.waitForSelector("body[data-state=ready]", { timeout: 60_000, state: "attached" });
+  return page;
+}
+
+/** An RGBA 2x2 box filter (u8), for the tests that drive the runtime from the page. */
+const RGBA_BLUR = `
+input u8 photo(x, y, c)
+blur(x, y, c) = u8((u16(photo(x, y, c)) + u16(photo(x + 1, y, c)) + u16(photo(x, y + 1, c)) + u16(photo(x + 1, y + 1, c))) / 4)
+output blur
+schedule { blur.reorder(c, x, y).parallel(y).vectorize(x, 16) }
+`;
+
 test(`the page compiles and runs ${EXAMPLE} on workers, matching the reference bit for bit`, async () => {
   const page = await context.newPage();
   const problems = [];
@@ -116,9 +132,7 @@ test(`the page compiles and runs ${EXAMPLE} on workers, matching the reference b
 });
 
 test("compile errors are shown with their diagnostics", async () => {
-  const page = await context.newPage();
-  await page.goto(`${server.url}/www/index.html?example=${EXAMPLE}&autorun=0`);
-  await page.waitForSelector("body[data-state=ready]", { timeout: 60_000, state: "attached" });
+  const page = await readyPage();
   await page.fill("#source", "input u8 in(x, y)\nout(x, y) = in(x, y) + nope\noutput out\n");
   await page.click("#run");
   await page.waitForSelector("body[data-state=error]", { timeout: 60_000, state: "attached" });
@@ -130,18 +144,11 @@ test("compile errors are shown with their diagnostics", async () => {
 });
 
 test("resident images run in place in the page (real Web Workers, shared memory) and draw to a canvas", async () => {
-  const page = await context.newPage();
-  await page.goto(`${server.url}/www/index.html?example=${EXAMPLE}&autorun=0`);
-  await page.waitForSelector("body[data-state=ready]", { timeout: 60_000, state: "attached" });
-  const result = await page.evaluate(async () => {
+  const page = await readyPage();
+  const result = await page.evaluate(async (source) => {
     const { createRuntime, drawToCanvas } = await import("/web/dist/index.js");
     const runtime = await createRuntime({ threads: 2 });
-    const pipeline = await runtime.compile(`
-input u8 photo(x, y, c)
-blur(x, y, c) = u8((u16(photo(x, y, c)) + u16(photo(x + 1, y, c)) + u16(photo(x, y + 1, c)) + u16(photo(x + 1, y + 1, c))) / 4)
-output blur
-schedule { blur.reorder(c, x, y).parallel(y).vectorize(x, 16) }
-`);
+    const pipeline = await runtime.compile(source);
     const [width, height] = [321, 200];
     const frame = await pipeline.allocateImage("photo", { width: width + 1, height: height + 1, channels: 4 });
     const shown = await pipeline.allocateImage("blur", { width, height, channels: 4 });
@@ -169,7 +176,7 @@ schedule { blur.reorder(c, x, y).parallel(y).vectorize(x, 16) }
     };
     runtime.dispose();
     return answer;
-  });
+  }, RGBA_BLUR);
   assert.equal(result.resident, true);
   assert.equal(result.shared, true);
   assert.equal(result.sameArray, true);
@@ -180,17 +187,9 @@ schedule { blur.reorder(c, x, y).parallel(y).vectorize(x, 16) }
 });
 
 test("polling between runs: back-to-back runs call the page's Web Workers through shared memory, with the same pixels", async () => {
-  const page = await context.newPage();
-  await page.goto(`${server.url}/www/index.html?example=${EXAMPLE}&autorun=0`);
-  await page.waitForSelector("body[data-state=ready]", { timeout: 60_000, state: "attached" });
-  const result = await page.evaluate(async () => {
+  const page = await readyPage();
+  const result = await page.evaluate(async (source) => {
     const { createRuntime } = await import("/web/dist/index.js");
-    const source = `
-input u8 photo(x, y, c)
-blur(x, y, c) = u8((u16(photo(x, y, c)) + u16(photo(x + 1, y, c)) + u16(photo(x, y + 1, c)) + u16(photo(x + 1, y + 1, c))) / 4)
-output blur
-schedule { blur.reorder(c, x, y).parallel(y).vectorize(x, 16) }
-`;
     const [width, height] = [300, 180];
     const data = new Uint8Array((width + 1) * (height + 1) * 4);
     for (let i = 0; i < data.length; i++) data[i] = Math.imul(i, 2654435761) >>> 24;
@@ -209,7 +208,7 @@ schedule { blur.reorder(c, x, y).parallel(y).vectorize(x, 16) }
     }
     polling.dispose();
     return { called, differences };
-  });
+  }, RGBA_BLUR);
   assert.deepEqual(result.called, [0, 2, 2]);
   assert.equal(result.differences, 0, "runs called through shared memory compute other pixels");
   await page.close();

@@ -443,7 +443,7 @@ function runInPlace(request: Extract<ExecRequest, { type: "run-in-place" }>): vo
       timings: { copyIn: 0, execute: executed.execute, copyOut: 0 },
     });
     runId = pollMs > 0 ? nextRun(loaded, request.worker, pollMs) : null;
-    helpers = Atomics.load(control(loaded), Control.helpers);
+    if (runId !== null) helpers = Atomics.load(control(loaded), Control.helpers);
   }
 }
 

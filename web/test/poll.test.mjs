@@ -32,17 +32,24 @@ function runBlur(pipeline, input) {
   return pipeline.run({ inputs: { in: input }, outputSize: { width: input.width - 2, height: input.height - 2 } });
 }
 
+/** `body(runtime)` with a runtime of `options`, disposed afterwards. */
+async function withRuntime(options, body) {
+  const runtime = await createRuntime(options);
+  try {
+    return await body(runtime);
+  } finally {
+    runtime.dispose();
+  }
+}
+
 /** What a runtime that does not poll computes for `source` on `input`. */
 async function reference(source, input, params) {
-  const rt = await createRuntime({ threads: 1 });
-  try {
+  return withRuntime({ threads: 1 }, async (rt) => {
     const pipeline = await rt.compile(source);
     const size = source === BLUR ? { width: input.width - 2, height: input.height - 2 } : undefined;
     const { outputs } = await pipeline.run({ inputs: { in: input }, params, outputSize: size });
     return Array.from(outputs.out.data);
-  } finally {
-    rt.dispose();
-  }
+  });
 }
 
 describe("polling between runs", () => {
@@ -60,8 +67,7 @@ describe("polling between runs", () => {
     test(`${threads} thread(s): back to back, the next run calls every worker through shared memory, with the same pixels`, async () => {
       // A whole second: the workers are still polling when the next run
       // comes, however slow the machine.
-      const runtime = await createRuntime({ threads, pollBetweenRuns: 1000 });
-      try {
+      await withRuntime({ threads, pollBetweenRuns: 1000 }, async (runtime) => {
         assert.equal(runtime.pollBetweenRuns, 1000);
         const pipeline = await runtime.compile(BLUR);
         const inputs = [image(203, 101, 1), image(203, 101, 2), image(97, 230, 3)];
@@ -79,15 +85,12 @@ describe("polling between runs", () => {
           results.map((r) => r.stats.workersCalled),
           [0, threads, threads],
         );
-      } finally {
-        runtime.dispose();
-      }
+      });
     });
   }
 
   test("alternating pipelines, compiles in between, a failed run: each run is right, and the workers are released, not waited for", async () => {
-    const runtime = await createRuntime({ threads: 2, pollBetweenRuns: 1000 });
-    try {
+    await withRuntime({ threads: 2, pollBetweenRuns: 1000 }, async (runtime) => {
       const blur = await runtime.compile(BLUR);
       const scale = await runtime.compile(SCALE);
       const input = image(130, 70, 4);
@@ -123,14 +126,11 @@ describe("polling between runs", () => {
         const ok = await third.run({ inputs: { in: input }, params: { k: 5 } });
         assert.deepEqual(Array.from(ok.outputs.out.data), scaled);
       }
-    } finally {
-      runtime.dispose();
-    }
+    });
   });
 
   test("an abort replaces the polling workers and the next runs are right", async () => {
-    const runtime = await createRuntime({ threads: 2, pollBetweenRuns: 1000 });
-    try {
+    await withRuntime({ threads: 2, pollBetweenRuns: 1000 }, async (runtime) => {
       const pipeline = await runtime.compile(BLUR);
       const input = image(150, 90, 6);
       const want = await reference(BLUR, input);
@@ -145,14 +145,11 @@ describe("polling between runs", () => {
         const { outputs } = await runBlur(pipeline, input);
         assert.deepEqual(Array.from(outputs.out.data), want);
       }
-    } finally {
-      runtime.dispose();
-    }
+    });
   });
 
   test("without shared memory (tiles mode) nothing polls", async () => {
-    const runtime = await createRuntime({ threads: 2, sharedMemory: false, pollBetweenRuns: 1000 });
-    try {
+    await withRuntime({ threads: 2, sharedMemory: false, pollBetweenRuns: 1000 }, async (runtime) => {
       assert.equal(runtime.mode, "tiles");
       const pipeline = await runtime.compile(BLUR);
       const input = image(120, 80, 7);
@@ -162,8 +159,6 @@ describe("polling between runs", () => {
         assert.equal(result.stats.workersCalled, undefined);
         assert.deepEqual(Array.from(result.outputs.out.data), want);
       }
-    } finally {
-      runtime.dispose();
-    }
+    });
   });
 });

@@ -1948,9 +1948,6 @@ fn shallow_same(a: &Expr, b: &Expr) -> bool {
     }
 }
 
-/// Values cheap enough to copy into every use. Ramps with a constant
-/// stride count too, whatever their base: substituted, loads and stores
-/// indexed by them are visibly dense (CSE lifts a shared base again).
 /// Whether sums of `ty` are taken apart into linear forms (collected
 /// terms, folded constants, a canonical order): the `i32` index arithmetic
 /// that bounds, loop partitioning and CSE compare. Sums of pixel values
@@ -1962,6 +1959,9 @@ fn takes_linear_forms(ty: Type) -> bool {
     ty == Type::I32
 }
 
+/// Values cheap enough to copy into every use. Ramps with a constant
+/// stride count too, whatever their base: substituted, loads and stores
+/// indexed by them are visibly dense (CSE lifts a shared base again).
 fn is_trivial(e: &Expr) -> bool {
     match e.kind() {
         ExprKind::IntImm(_) | ExprKind::FloatImm(_) | ExprKind::Var(_) => true,
