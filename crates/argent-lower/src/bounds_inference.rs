@@ -1130,6 +1130,7 @@ pub fn finish(
     let mut all = checks;
     all.push(DropEmptyConsumes.mutate_stmt(&body));
     let body = wrap_lets(root_lets, wrap_lets(&check_lets, Stmt::block(all)));
+    let body = with_param_checks(pipeline, body);
     let mut c = ConstantExtents {
         lets: Vec::new(),
         err: None,
@@ -1139,6 +1140,42 @@ pub fn finish(
         Some(e) => Err(e),
         None => Ok(body),
     }
+}
+
+/// `body` after a check of each parameter's declared range, first of all:
+/// bounds inference assumes the ranges (see [`param_scope`]), and so may
+/// code generation (argent-wasm's plain float truncations), so nothing
+/// may run before they hold. The comparisons fail for NaN.
+///
+/// ```text
+/// param f32 r_sigma in 0.02 .. 1.0
+///   ==>  assert(((0.02 <= r_sigma) && (r_sigma <= 1.0)), ParamOutOfRange { param: "r_sigma" }, [r_sigma])
+///        <body>
+/// ```
+fn with_param_checks(pipeline: &Pipeline, body: Stmt) -> Stmt {
+    let mut stmts: Vec<Stmt> = pipeline
+        .params
+        .iter()
+        .filter_map(|p| {
+            let (lo, hi) = p.range?;
+            let value = Expr::var(p.ty, p.name.clone());
+            Some(Stmt::Assert {
+                cond: Expr::and(
+                    Expr::le(Expr::constant(p.ty, lo), value.clone()),
+                    Expr::le(value.clone(), Expr::constant(p.ty, hi)),
+                ),
+                kind: AssertKind::ParamOutOfRange {
+                    param: p.name.clone(),
+                },
+                args: vec![value],
+            })
+        })
+        .collect();
+    if stmts.is_empty() {
+        return body;
+    }
+    stmts.push(body);
+    Stmt::block(stmts)
 }
 
 fn region_check(buffer: &str, d: usize, lo: &Expr, hi: &Expr, kind: AssertKind) -> Stmt {

@@ -4,6 +4,7 @@
 //! that the SIMD emitter can roll back a statement it cannot vectorise and
 //! fall back to lane-by-lane code.
 
+use crate::float_range::{FloatRange, float_range};
 use crate::query::RegionSlot;
 use crate::scalarize::{lane_of, scalarize_stmt};
 use crate::{
@@ -62,6 +63,9 @@ pub(crate) struct Ctx {
     pub error_args_offset: u32,
     /// Function index of the `parallel_for` import.
     pub parallel_for: u32,
+    /// The declared ranges of the f32 parameters whose range the body
+    /// checks before anything else (see [`checked_param_ranges`]).
+    pub param_ranges: Vec<(String, FloatRange)>,
 }
 
 /// What a variable name is bound to.
@@ -139,6 +143,8 @@ pub(crate) struct FnBuilder<'c> {
     /// and its update value compute the same pixel intensity). `None`
     /// elsewhere and in conditionally run code.
     pub(crate) scalar_cache: Option<Vec<ScalarCached>>,
+    /// The ranges of the scalar f32 lets in scope (see `float_range`).
+    float_lets: Vec<(String, FloatRange)>,
     /// Broadcasts of loop-invariant scalars computed before the loops that
     /// use them: the scalar, the lane width, and the v128 local holding it.
     pub(crate) hoisted_splats: Vec<(Expr, u8, u32)>,
@@ -289,6 +295,7 @@ impl<'c> FnBuilder<'c> {
             let_values: Vec::new(),
             statement_scopes: 0,
             scalar_cache: None,
+            float_lets: Vec::new(),
             hoisted_splats: Vec::new(),
             hoisted_vectors: Vec::new(),
             hoisted_scalars: FastHashMap::default(),
@@ -472,7 +479,20 @@ impl<'c> FnBuilder<'c> {
             ExprKind::Var(name) => self.var(name, ty)?,
             ExprKind::Cast { value, saturating } => {
                 self.expr(value)?;
-                self.cast(value.ty(), ty, *saturating);
+                let from = value.ty();
+                if from.is_float() && ty.is_integer() && ty.bits <= 32 {
+                    let range = self.float_range(value);
+                    let fits = if ty.is_uint() && ty.bits == 32 {
+                        range.fits_trunc_u32()
+                    } else {
+                        range.fits_trunc_i32()
+                    };
+                    if fits {
+                        self.truncate_in_range(ty, *saturating);
+                        return Ok(());
+                    }
+                }
+                self.cast(from, ty, *saturating);
             }
             ExprKind::Unary { op, value } => {
                 self.expr(value)?;
@@ -545,7 +565,11 @@ impl<'c> FnBuilder<'c> {
             ExprKind::Let { name, value, body } => {
                 let binding = self.bind_value(value)?;
                 self.scopes.push((name.clone(), binding));
+                let ranged = self.push_float_let(name, value);
                 let r = self.expr(body);
+                if ranged {
+                    self.float_lets.pop();
+                }
                 self.scopes.pop();
                 r?;
             }
@@ -692,6 +716,50 @@ impl<'c> FnBuilder<'c> {
             (_, 1) | (_, 8) => self.emit(I::I32Store8(m)),
             (_, 16) => self.emit(I::I32Store16(m)),
             _ => self.emit(I::I32Store(m)),
+        }
+    }
+
+    /// The range of scalar f32 expression `e` here: the lets in scope and
+    /// the checked parameters bound its variables.
+    fn float_range(&self, e: &Expr) -> FloatRange {
+        float_range(e, &|name| {
+            self.float_lets
+                .iter()
+                .rev()
+                .find(|(n, _)| n == name)
+                .or_else(|| self.ctx.param_ranges.iter().find(|(n, _)| n == name))
+                .map(|(_, r)| *r)
+        })
+    }
+
+    /// Records the range of `value` for let `name` when it is a scalar
+    /// f32; says whether it did (the caller pops it at the scope's end).
+    fn push_float_let(&mut self, name: &str, value: &Expr) -> bool {
+        let ty = value.ty();
+        if !(ty.is_float() && ty.is_scalar() && ty.bits == 32) {
+            return false;
+        }
+        let range = self.float_range(value);
+        self.float_lets.push((name.to_string(), range));
+        true
+    }
+
+    /// Converts the f32 on the stack to integer type `to` when it is known
+    /// to be neither NaN nor outside the 32-bit range of the truncation
+    /// (see `float_range`): the plain truncation cannot trap then, and
+    /// gives what the saturating one gives.
+    fn truncate_in_range(&mut self, to: Type, saturating: bool) {
+        if to.is_uint() && to.bits == 32 {
+            self.emit(I::I32TruncF32U);
+            return;
+        }
+        self.emit(I::I32TruncF32S);
+        if to.bits < 32 {
+            if saturating {
+                self.clamp_i32(true, to);
+            } else {
+                self.wrap(to);
+            }
         }
     }
 
@@ -1300,7 +1368,11 @@ impl<'c> FnBuilder<'c> {
             Stmt::LetStmt { name, value, body } => {
                 let binding = self.bind_value(value)?;
                 self.scopes.push((name.clone(), binding));
+                let ranged = self.push_float_let(name, value);
                 let r = self.stmt(body);
+                if ranged {
+                    self.float_lets.pop();
+                }
                 self.scopes.pop();
                 r
             }
@@ -2133,6 +2205,49 @@ fn max_assert_args(s: &Stmt) -> usize {
     m.0
 }
 
+/// The declared ranges of the f32 parameters that `module`'s body checks
+/// (`ParamOutOfRange`) before it runs anything else: in the leading
+/// asserts of its outermost blocks, before any let. Code generation may
+/// assume those ranges everywhere; a module built without the checks
+/// gets no ranges.
+fn checked_param_ranges(module: &Module) -> Vec<(String, FloatRange)> {
+    let mut checked = Vec::new();
+    let mut s = &module.body;
+    while let Stmt::Block(stmts) = s {
+        let mut rest = stmts.iter();
+        let mut next = None;
+        for st in rest.by_ref() {
+            match st {
+                Stmt::Assert {
+                    kind: AssertKind::ParamOutOfRange { param },
+                    ..
+                } => checked.push(param.clone()),
+                Stmt::Assert { .. } => {}
+                other => {
+                    next = Some(other);
+                    break;
+                }
+            }
+        }
+        // Only a block whose first statements are all checks goes on.
+        match (next, rest.next()) {
+            (Some(inner), None) => s = inner,
+            _ => break,
+        }
+    }
+    module
+        .params
+        .iter()
+        .filter(|p| p.ty == Type::F32 && checked.contains(&p.name))
+        .filter_map(|p| {
+            let (lo, hi) = p.range?;
+            // The bounds as the f32 values the check compares with.
+            let (lo, hi) = (f64::from(lo as f32), f64::from(hi as f32));
+            (lo <= hi).then(|| (p.name.clone(), FloatRange { lo, hi, nan: false }))
+        })
+        .collect()
+}
+
 /// Binds every descriptor field (`in.min.0`, ...) and parameter of the
 /// argument block at `args_ptr` (local 0) to a local of `f`.
 fn bind_arguments(
@@ -2239,6 +2354,7 @@ pub(crate) fn compile_module(
         tasks: Vec::new(),
         error_args_offset,
         parallel_for: 0,
+        param_ranges: checked_param_ranges(module),
     };
 
     // `body(args_ptr)`: binds the descriptor fields and runs the pipeline.
@@ -2253,6 +2369,9 @@ pub(crate) fn compile_module(
     // `query(args_ptr)`: the regions of the inputs a run would read.
     let query_fn = match &region_slots {
         Some(slots) => {
+            // The query skips the parameter checks, so its code may not
+            // assume their ranges: a value outside one must not trap.
+            ctx.param_ranges.clear();
             let mut f = FnBuilder::new(&mut ctx, 1, false);
             f.args_ptr = 0;
             bind_arguments(&mut f, &buffers, &params)?;

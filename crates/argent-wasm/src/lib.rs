@@ -170,6 +170,7 @@
 //!   unexpanded.
 
 mod emit;
+mod float_range;
 mod hoist;
 mod query;
 mod scalarize;

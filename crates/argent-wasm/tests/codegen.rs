@@ -1169,3 +1169,59 @@ fn unlowered_and_unbound_are_errors() {
         Err(CodegenError::Unbound("nope".into()))
     );
 }
+
+/// A float-to-int cast truncates with the plain `i32.trunc_f32_s` only
+/// where its operand is shown to be neither NaN nor outside the i32
+/// range (see `float_range.rs`); a parameter's declared range counts only
+/// when the module checks it before anything else.
+#[test]
+fn float_to_int_casts_truncate_plainly_only_when_the_operand_fits() {
+    let s = Expr::var(Type::F32, "s");
+    let a = Expr::load(Type::F32, "a", x());
+    // i32(clamp(a[x], 0, 1) * (1 / s) + 0.5) and i32(a[x] * 2)
+    let clamped = Expr::max(Expr::min(a.clone(), Expr::f32(1.0)), Expr::f32(0.0));
+    let cell = Expr::add(
+        Expr::mul(clamped, Expr::div(Expr::f32(1.0), s.clone())),
+        Expr::f32(0.5),
+    );
+    let stores = Stmt::Block(vec![
+        store("out", x() * 2, Expr::cast(Type::I32, cell)),
+        store(
+            "out",
+            Expr::add(x() * 2, Expr::i32(1)),
+            Expr::cast(Type::I32, Expr::mul(a, Expr::f32(2.0))),
+        ),
+    ]);
+    let body = for_loop("x", Expr::i32(0), Expr::i32(64), ForKind::Serial, stores);
+    let check = Stmt::Assert {
+        cond: Expr::and(
+            Expr::le(Expr::f32(0.02), s.clone()),
+            Expr::le(s.clone(), Expr::f32(1.0)),
+        ),
+        kind: argent_ir::AssertKind::ParamOutOfRange { param: "s".into() },
+        args: vec![s],
+    };
+    let ranged = argent_ir::Param {
+        range: Some((0.02, 1.0)),
+        ..param("s", Type::F32)
+    };
+    let buffers = || {
+        vec![
+            buffer("a", Type::F32, 1, BufferRole::Input),
+            buffer("out", Type::I32, 1, BufferRole::Output),
+        ]
+    };
+    let truncations = |m: &argent_ir::Module| {
+        let body = inner_loop(&wat(m, CodegenOptions::default()));
+        let count = |op: &str| body.lines().filter(|l| *l == op).count();
+        (count("i32.trunc_f32_s"), count("i32.trunc_sat_f32_s"))
+    };
+    let checked = module(
+        buffers(),
+        vec![ranged.clone()],
+        Stmt::Block(vec![check, body.clone()]),
+    );
+    assert_eq!(truncations(&checked), (1, 1));
+    let unchecked = module(buffers(), vec![ranged], body);
+    assert_eq!(truncations(&unchecked), (0, 2));
+}

@@ -1567,3 +1567,89 @@ fn parallel_iterations_reuse_scratch_memory_across_runs() {
         }
     }
 }
+
+/// A parameter's declared range is checked by the module itself before
+/// anything runs, so code generation may rely on it: the histogram-style
+/// cell index below is shown to lie in `[0.5, 50.5]` and truncates with
+/// the plain `i32.trunc_f32_s`. A value outside the range, or NaN, fails
+/// that check by name instead of trapping, and the range's own ends run.
+#[test]
+fn parameters_outside_their_declared_range_fail_the_modules_own_check() {
+    let source = "input u8 in(x)\n\
+                  param f32 s = 0.1 in 0.02 .. 1.0\n\
+                  cell(x) = i32(clamp(f32(in(x)) / 255.0, 0.0, 1.0) * (1.0 / s) + 0.5)\n\
+                  output cell\n";
+    let pipeline = argent_lang::compile(source).expect("the pipeline compiles");
+    let module = argent_lower::lower::lower(&pipeline, &Default::default())
+        .expect("it lowers")
+        .module;
+    let compiled = compile(&module, &CodegenOptions::default()).unwrap();
+    let wat = wasmprinter::print_bytes(&compiled.bytes).unwrap();
+    assert!(wat.contains("i32.trunc_f32_s"), "{wat}");
+    assert!(!wat.contains("i32.trunc_sat_f32_s"), "{wat}");
+    let n = 256;
+    let input = BufData::one_d((0..=255).collect(), 1);
+    let output = || BufData::one_d(vec![0; 4 * n], 4);
+    for s in [0.02f32, 0.1, 0.7, 1.0] {
+        let out = run_node(&compiled, &[input.clone(), output()], &[s.to_bits()], 0, 1);
+        assert_eq!(out.status, 0, "s = {s}");
+        let want = reference(&module, &[input.clone(), output()], &[V::F(s)]).unwrap();
+        assert_eq!(out.buffers[1], want[1], "s = {s}");
+    }
+    for s in [0.01f32, 5.0, -1.0, f32::NAN, f32::INFINITY] {
+        let out = run_node(&compiled, &[input.clone(), output()], &[s.to_bits()], 0, 1);
+        assert!(out.status > 0, "s = {s}");
+        let info = &compiled.abi.asserts[out.status as usize - 1];
+        assert_eq!(info.kind, AssertKind::ParamOutOfRange { param: "s".into() });
+        assert_eq!(out.error_args[0] as u32, s.to_bits());
+        assert_eq!(
+            out.buffers[1],
+            vec![0; 4 * n],
+            "output untouched for s = {s}"
+        );
+    }
+}
+
+/// The bounds query runs the prefix of the body without the parameter
+/// checks, so it assumes no parameter ranges: the bilateral grid's query
+/// with `r_sigma` far outside `0.02 .. 1.0` (its grid would have 10^30
+/// cells) reports the same regions as with a valid value, without
+/// trapping, while `run` with that value fails the range check.
+#[test]
+fn the_bounds_query_assumes_no_parameter_ranges() {
+    let compiled = compile(&lowered_example("bilateral_grid"), &SIMD).unwrap();
+    let (w, h) = (64, 40);
+    let buffers = || {
+        let image = |rows: (i32, i32)| BufData {
+            bytes: vec![0; (3 * w * h) as usize],
+            dims: vec![(0, w, 3), (rows.0, rows.1, 3 * w), (0, 3, 1)],
+        };
+        [image((0, h)), image((8, 16))]
+    };
+    let slots = compiled.abi.region_slots.as_ref().expect("a query");
+    let regions = |r_sigma: f32| {
+        let words = query_node(&compiled, &buffers(), &[r_sigma.to_bits()]);
+        slots
+            .iter()
+            .map(|s| {
+                (
+                    s.dim,
+                    words[s.offset as usize / 4],
+                    words[s.offset as usize / 4 + 1],
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let valid = regions(0.1);
+    assert_eq!(valid, regions(1e-30));
+    // Rows 8..23 of the output read the grid cells around them: all rows.
+    assert!(valid.contains(&(1, 0, h - 1)), "{valid:?}");
+    let out = run_node(&compiled, &buffers(), &[1e-30f32.to_bits()], 0, 1);
+    let info = &compiled.abi.asserts[out.status as usize - 1];
+    assert_eq!(
+        info.kind,
+        AssertKind::ParamOutOfRange {
+            param: "r_sigma".into()
+        }
+    );
+}
