@@ -231,6 +231,8 @@ struct Table {
     /// hash cost an allocation per distinct subexpression).
     buckets: FastHashMap<u64, usize>,
     entries: Vec<Entry>,
+    /// Whether counting met a `let` (whose body `Replace` processes).
+    saw_let: bool,
 }
 
 struct Entry {
@@ -262,6 +264,7 @@ impl Table {
         // Let bodies are handled separately (see `cse_with`), so the
         // counting stops at lets.
         if let ExprKind::Let { .. } = e.kind() {
+            self.saw_let = true;
             return true;
         }
         let mut has_load = matches!(e.kind(), ExprKind::Load { .. });
@@ -358,6 +361,7 @@ fn cse_with(e: &Expr, names: &mut NameSource) -> Expr {
     table.memo.clear();
     table.buckets.clear();
     table.entries.clear();
+    table.saw_let = false;
     // A few tables suffice (one per nesting level of lets being processed).
     SPARE_TABLES.with(|t| {
         let mut t = t.borrow_mut();
@@ -370,6 +374,11 @@ fn cse_with(e: &Expr, names: &mut NameSource) -> Expr {
 
 fn cse_with_table(e: &Expr, names: &mut NameSource, table: &mut Table) -> Expr {
     table.count(e, false);
+    // Most expressions (indices, conditions) share nothing: then there is
+    // nothing to rebuild.
+    if !table.saw_let && table.entries.iter().all(|entry| entry.count < 2) {
+        return e.clone();
+    }
     let mut r = Replace {
         table,
         names,
