@@ -488,7 +488,7 @@ impl<'c> FnBuilder<'c> {
                         range.fits_trunc_i32()
                     };
                     if fits {
-                        self.truncate_in_range(ty, *saturating);
+                        self.float_to_int(ty, *saturating, true);
                         return Ok(());
                     }
                 }
@@ -744,22 +744,30 @@ impl<'c> FnBuilder<'c> {
         true
     }
 
-    /// Converts the f32 on the stack to integer type `to` when it is known
-    /// to be neither NaN nor outside the 32-bit range of the truncation
-    /// (see `float_range`): the plain truncation cannot trap then, and
-    /// gives what the saturating one gives.
-    fn truncate_in_range(&mut self, to: Type, saturating: bool) {
+    /// Converts the f32 on the stack to 32-bit-or-narrower integer type
+    /// `to`: truncated to the 32-bit range (unsigned only for u32), then
+    /// clamped (saturating) or wrapped to the target. `fits` says that
+    /// the value is neither NaN nor outside the truncation's range (see
+    /// `float_range`): the plain truncation cannot trap then, gives what
+    /// the saturating one gives, and V8 compiles it to much less.
+    fn float_to_int(&mut self, to: Type, saturating: bool, fits: bool) {
         if to.is_uint() && to.bits == 32 {
-            self.emit(I::I32TruncF32U);
+            self.emit(if fits {
+                I::I32TruncF32U
+            } else {
+                I::I32TruncSatF32U
+            });
             return;
         }
-        self.emit(I::I32TruncF32S);
-        if to.bits < 32 {
-            if saturating {
-                self.clamp_i32(true, to);
-            } else {
-                self.wrap(to);
-            }
+        self.emit(if fits {
+            I::I32TruncF32S
+        } else {
+            I::I32TruncSatF32S
+        });
+        if saturating {
+            self.clamp_i32(true, to);
+        } else {
+            self.wrap(to);
         }
     }
 
@@ -795,18 +803,7 @@ impl<'c> FnBuilder<'c> {
             return;
         }
         if from.is_float() {
-            // Saturate to the 32-bit range (unsigned only for u32), then
-            // clamp (saturating) or wrap to the target.
-            if to.is_uint() && to.bits == 32 {
-                self.emit(I::I32TruncSatF32U);
-                return;
-            }
-            self.emit(I::I32TruncSatF32S);
-            if saturating {
-                self.clamp_i32(true, to);
-            } else {
-                self.wrap(to);
-            }
+            self.float_to_int(to, saturating, false);
             return;
         }
         // Integer (or bool) to integer.

@@ -369,7 +369,11 @@ mod tests {
         let big = Expr::cast(Type::F32, Expr::var(Type::U32, "u")) * f(2.0);
         let r = float_range(&big, &param);
         assert!(!r.nan && !r.fits_trunc_i32(), "{r:?}");
-        assert!(r.fits_trunc_u32() || r.hi >= 4_294_967_296.0);
+        assert!(!r.fits_trunc_u32(), "{r:?}");
+        // Half of it fits u32 but not i32.
+        let half = Expr::cast(Type::F32, Expr::var(Type::U32, "u")) * f(0.5);
+        let r = float_range(&half, &param);
+        assert!(r.fits_trunc_u32() && !r.fits_trunc_i32(), "{r:?}");
     }
 
     #[test]
