@@ -6,7 +6,7 @@
 // in two runtimes of one process (BENCHMARKS.md, session 11).
 //
 //   ARGENT_DIST=/path/to/web/dist/index.js node bench/execute-ab.mjs \
-//     [--threads N] [--rounds R] [--size WxH] PIPELINE.ag
+//     [--threads N] [--rounds R] [--size WxH] [--channels C] PIPELINE.ag
 //
 // Prints the median and the minimum of `timings.execute` over the rounds
 // after three warm-up runs (V8 optimises the module meanwhile).
@@ -21,14 +21,15 @@ const { option, rest: args } = commandLine();
 const threads = Number(option("--threads", "1"));
 const rounds = Number(option("--rounds", "80"));
 const [width, height] = option("--size", "3072x2048").split("x").map(Number);
+const planes = Number(option("--channels", "3"));
 const [file] = args;
-if (!file) throw new Error("usage: node bench/execute-ab.mjs [--threads N] [--rounds R] [--size WxH] PIPELINE.ag");
+if (!file) throw new Error("usage: node bench/execute-ab.mjs [--threads N] [--rounds R] [--size WxH] [--channels C] PIPELINE.ag");
 
 const argent = await import(process.env.ARGENT_DIST ?? join(repo, "web", "dist", "index.js"));
 const runtime = await argent.createRuntime({ threads });
 const pipeline = await runtime.compile(readFileSync(file, "utf8"));
 const input = pipeline.inputs[0];
-const channels = input.dims.length === 3 ? 3 : 1;
+const channels = input.dims.length === 3 ? planes : 1;
 // 12 significant bits for u16 (as box_blur.ag expects), [0, 1) for f32.
 const data =
   input.type === "f32"

@@ -21,7 +21,7 @@
 
 use argent_arith::simplify;
 use argent_ir::visit::{Mutator, Visitor, mutate_stmt_children, walk_expr};
-use argent_ir::{Expr, ExprKind, Stmt};
+use argent_ir::{CallTarget, Expr, ExprKind, Stmt};
 
 /// Merge repeated guards and combine the stores of interleaved channels in `s`.
 pub fn interleave_stores(s: &Stmt) -> Stmt {
@@ -262,18 +262,23 @@ fn any_node(e: &Expr, found: impl Fn(&Expr) -> bool) -> bool {
     v.1
 }
 
-/// Whether `e` loads from no buffer.
+/// Whether `e` loads from no buffer. Intrinsics (`likely` around a guard,
+/// `abs`, ...) are pure functions of their arguments; calls of stages or
+/// inputs, which flattening has already replaced, count as reads.
 fn reads_no_memory(e: &Expr) -> bool {
-    !any_node(e, |e| {
-        matches!(e.kind(), ExprKind::Load { .. } | ExprKind::Call { .. })
+    !any_node(e, |e| match e.kind() {
+        ExprKind::Load { .. } => true,
+        ExprKind::Call { target, .. } => !matches!(target, CallTarget::Intrinsic(_)),
+        _ => false,
     })
 }
 
-/// Whether `e` loads from `buffer` (or calls anything).
+/// Whether `e` loads from `buffer` (or calls a stage or input, which
+/// flattening has already replaced).
 fn reads_buffer(e: &Expr, buffer: &str) -> bool {
     any_node(e, |e| match e.kind() {
         ExprKind::Load { buffer: b, .. } => b == buffer,
-        ExprKind::Call { .. } => true,
+        ExprKind::Call { target, .. } => !matches!(target, CallTarget::Intrinsic(_)),
         _ => false,
     })
 }
@@ -293,11 +298,17 @@ mod tests {
     /// `for x in 0..4`: two guarded stores of stride 2 at offsets 1 and 0
     /// (the channels of a two-channel interleaved image, in reverse order).
     fn two_channels(second_offset: i64) -> argent_ir::Module {
-        let guard = Expr::lt(Expr::i32(0), Expr::var_i32("out.extent.0"));
+        two_channels_with(second_offset, |e| e)
+    }
+
+    /// `two_channels`, with `wrap` applied to the guard and to the loaded
+    /// index (as boundary conditions leave `likely` in both).
+    fn two_channels_with(second_offset: i64, wrap: fn(Expr) -> Expr) -> argent_ir::Module {
+        let guard = wrap(Expr::lt(Expr::i32(0), Expr::var_i32("out.extent.0")));
         let load = Expr::load(
             Type::I32.with_lanes(4),
             "in",
-            Expr::ramp(x() * 4, Expr::i32(1), 4),
+            Expr::ramp(wrap(x()) * 4, Expr::i32(1), 4),
         );
         let store = |offset: i64, value: Expr| Stmt::IfThenElse {
             cond: guard.clone(),
@@ -329,6 +340,29 @@ mod tests {
             for (x, 0, 4) {
               if ((0 < out.extent.0)) {
                 out[ramp((x * 8), 1, 8)] = shuffle(in[ramp((x * 4), 1, 4)], (in[ramp((x * 4), 1, 4)] * x4(2)), [0, 4, 1, 5, 2, 6, 3, 7])
+              }
+            }
+        "#]]
+        .assert_eq(&s.to_string());
+        let input = ramp_input(16);
+        let combined = module(s, m.buffers.clone());
+        assert_eq!(
+            run_1d(&m, &input, 0, 32).unwrap().0,
+            run_1d(&combined, &input, 0, 32).unwrap().0
+        );
+    }
+
+    #[test]
+    fn intrinsics_in_guards_and_values_do_not_keep_stores_apart() {
+        // `likely` is a pure intrinsic call: guards and lets that contain
+        // it still merge, and values that contain it still combine (they
+        // read no memory through it).
+        let m = two_channels_with(0, Expr::likely);
+        let s = interleave_stores(&m.body);
+        expect![[r#"
+            for (x, 0, 4) {
+              if (likely((0 < out.extent.0))) {
+                out[ramp((x * 8), 1, 8)] = shuffle(in[ramp((likely(x) * 4), 1, 4)], (in[ramp((likely(x) * 4), 1, 4)] * x4(2)), [0, 4, 1, 5, 2, 6, 3, 7])
               }
             }
         "#]]
