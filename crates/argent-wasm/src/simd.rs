@@ -1243,6 +1243,13 @@ impl FnBuilder<'_> {
                 if srcs.iter().any(|s| s.lane_bits != bits) {
                     return Err(VErr::Unsupported);
                 }
+                if let Some(parts) = self.interleave_registers(&srcs, indices, bits) {
+                    return Ok(VecVal {
+                        parts,
+                        lane_bits: bits,
+                        lanes: ty.lanes,
+                    });
+                }
                 let per = lanes_per_part(bits) as usize;
                 let mut regs = Vec::new();
                 let mut lane_src = Vec::new();
@@ -1281,58 +1288,155 @@ impl FnBuilder<'_> {
         }
     }
 
-    /// `u16(in[ramp(b, k, n)])` for a u8 buffer `in` and stride 4 or 2 (a
-    /// channel of interleaved RGBA, or of two-channel data): the masked
-    /// wide lanes of the window already hold the channel's values zero-
-    /// extended, so one narrow (stride 4) or none (stride 2) gives the u16
-    /// lanes, where loading u8 lanes and widening them would narrow twice
-    /// and extend again. `None` for anything else.
-    fn widened_channel_load(&mut self, value: &Expr) -> VResult<Option<VecVal>> {
+    /// `in[ramp(b, k, n)]` zero-extended to `to_bits`-wide lanes, for a
+    /// channel of interleaved data whose pixels fit a lane: u8 with stride
+    /// 4 or 2 (RGBA, two channels), u16 with stride 2. Masking the pixels
+    /// of the window down to their first element already gives the
+    /// channel's values zero-extended to the width of a pixel; then one
+    /// narrow (u8 RGBA to 16 bits), nothing (to the pixel's own width) or
+    /// one extend (u8 pairs to 32 bits) gives the lanes. Loading the
+    /// channel's elements and widening them would narrow the window down
+    /// to single elements and extend them again: for the f32 lanes of an
+    /// RGBA channel that is two narrows and six extends per 16 pixels
+    /// here. `None` for anything else.
+    fn widened_channel_load(&mut self, value: &Expr, to_bits: u8) -> VResult<Option<VecVal>> {
         let ExprKind::Load { buffer, index } = value.kind() else {
             return Ok(None);
         };
-        let Some((base, k @ (2 | 4))) = dense_or_strided(index) else {
+        let Some((base, k)) = dense_or_strided(index) else {
             return Ok(None);
         };
         let buf = self.buffer(buffer)?;
-        let lanes = value.ty().lanes as usize;
-        if buf.ty != Type::U8 || !layout_ok(value.ty().lanes, 16) {
+        let lanes = value.ty().lanes;
+        match ChannelWidening::of(buf.ty, k, to_bits, lanes) {
+            None => Ok(None),
+            Some(ChannelWidening::Swizzle) => {
+                self.swizzled_channel_load(&buf, &base, lanes).map(Some)
+            }
+            Some(ChannelWidening::MaskPixels { pixel_bits }) => {
+                let (addr, first) = self.base_address(&buf, &base, 2)?;
+                let addr = addr.expect("a base address used twice has a local");
+                let element_mask = (1i64 << buf.ty.bits) - 1;
+                let mask = self.const_part(splat_bits(pixel_bits, element_mask));
+                // One register of whole pixels per 16 bytes of the window
+                // (the last may reach into the slack after the buffer).
+                let parts = (0..part_count(lanes, pixel_bits))
+                    .map(|j| {
+                        self.emit(I::LocalGet(addr));
+                        self.emit(I::V128Load(mem(first + 16 * j as u64, 0)));
+                        self.emit(I::LocalGet(mask));
+                        self.emit(I::V128And);
+                        self.set_new_local(ValType::V128)
+                    })
+                    .collect();
+                let pixels = VecVal {
+                    parts,
+                    lane_bits: pixel_bits,
+                    lanes,
+                };
+                Ok(Some(if pixel_bits > to_bits {
+                    self.narrow2(&pixels, Narrow::SignedToUnsigned)
+                } else if pixel_bits < to_bits {
+                    self.widen2(&pixels, false)
+                } else {
+                    pixels
+                }))
+            }
+        }
+    }
+
+    /// `widened_channel_load` of a channel read through a clamped index (a
+    /// `repeat_edge` at the image's border, see `unclamped_index`):
+    /// versioned like `versioned_load`, the channel widened straight from
+    /// the window when the whole ramp is inside, gathered and extended at
+    /// the edge.
+    fn widened_versioned_channel_load(
+        &mut self,
+        value: &Expr,
+        to_bits: u8,
+    ) -> VResult<Option<VecVal>> {
+        let ExprKind::Load { buffer, index } = value.kind() else {
+            return Ok(None);
+        };
+        if dense_or_strided(index).is_some() {
             return Ok(None);
         }
-        let k = k as usize;
-        let (addr, first) = self.base_address(&buf, &base, 2)?;
-        let addr = addr.expect("a base address used twice has a local");
-        let mask_bits = if k == 4 { 32 } else { 16 };
-        let mask = self.const_part(splat_bits(mask_bits, 0xff));
-        let mut parts = Vec::new();
-        // Eight u16 lanes per register: `8 * k` bytes of window each.
-        for j in 0..lanes.div_ceil(8) {
-            let lanes_here = (lanes - j * 8).min(8);
-            let offset = first + (j * 8 * k) as u64;
-            let window = (lanes_here - 1) * k + 1;
-            let masked: Vec<u32> = (0..window.div_ceil(16))
-                .map(|w| {
-                    self.emit(I::LocalGet(addr));
-                    self.emit(I::V128Load(mem(offset + 16 * w as u64, 0)));
-                    self.emit(I::LocalGet(mask));
-                    self.emit(I::V128And);
-                    self.set_new_local(ValType::V128)
-                })
-                .collect();
-            if k == 2 {
-                parts.push(masked[0]);
-                continue;
-            }
-            self.emit(I::LocalGet(masked[0]));
-            self.emit(I::LocalGet(*masked.get(1).unwrap_or(&masked[0])));
-            self.emit(I::I16x8NarrowI32x4U);
-            parts.push(self.set_new_local(ValType::V128));
+        let lanes = value.ty().lanes;
+        let Some(unclamped) = self.unclamped_index(index, lanes) else {
+            return Ok(None);
+        };
+        let Some((_, k)) = dense_or_strided(&unclamped.dense) else {
+            return Ok(None);
+        };
+        let buf = self.buffer(buffer)?;
+        if ChannelWidening::of(buf.ty, k, to_bits, lanes).is_none() {
+            return Ok(None);
         }
-        Ok(Some(VecVal {
+        let Unclamped {
+            dense,
+            lo,
+            hi,
+            first,
+        } = unclamped;
+        let last = Expr::add(first.clone(), Expr::i32(i64::from(lanes) - 1));
+        self.expr(&Expr::and(Expr::le(lo, first), Expr::le(last, hi)))?;
+        self.emit(I::If(wasm_encoder::BlockType::Empty));
+        let inside_load = Expr::load(value.ty(), buffer.clone(), dense);
+        let inside = self
+            .in_branch(|b| b.widened_channel_load(&inside_load, to_bits))?
+            .expect("the shape was checked");
+        let parts: Vec<u32> = inside.parts.iter().map(|_| self.v128_local()).collect();
+        self.copy_parts(&inside.parts, &parts);
+        self.emit(I::Else);
+        let edge = self.in_branch(|b| {
+            let mut v = b.gather(value, buffer, index, 32)?;
+            while v.lane_bits < to_bits {
+                v = b.widen2(&v, false);
+            }
+            Ok(v)
+        })?;
+        if edge.parts.len() != parts.len() || edge.lane_bits != inside.lane_bits {
+            return Err(VErr::Unsupported);
+        }
+        self.copy_parts(&edge.parts, &parts);
+        self.emit(I::End);
+        Ok(Some(VecVal { parts, ..inside }))
+    }
+
+    /// A channel of interleaved u8 RGB pixels (`in[ramp(base, 3, lanes)]`)
+    /// zero-extended to 32-bit lanes: four pixels span 10 bytes, so each
+    /// register of four lanes is one load and one swizzle that puts each
+    /// pixel's byte at the bottom of its lane and zeros above it (indices
+    /// with the top bit set; V8 emits one `pshufb` for constant indices
+    /// like these). Picking the bytes into one u8 vector and extending it
+    /// takes about as many shuffles plus two or six extends.
+    fn swizzled_channel_load(
+        &mut self,
+        buf: &crate::emit::BufBinding,
+        base: &Expr,
+        lanes: u16,
+    ) -> VResult<VecVal> {
+        let (addr, first) = self.base_address(buf, base, 2)?;
+        let addr = addr.expect("a base address used twice has a local");
+        let mut indices = [0x80u8; 16];
+        for lane in 0..4 {
+            indices[4 * lane] = 3 * lane as u8;
+        }
+        let indices = self.const_part(i128::from_le_bytes(indices));
+        let parts = (0..lanes as u64 / 4)
+            .map(|j| {
+                self.emit(I::LocalGet(addr));
+                self.emit(I::V128Load(mem(first + 12 * j, 0)));
+                self.emit(I::LocalGet(indices));
+                self.emit(I::I8x16Swizzle);
+                self.set_new_local(ValType::V128)
+            })
+            .collect();
+        Ok(VecVal {
             parts,
-            lane_bits: 16,
-            lanes: value.ty().lanes,
-        }))
+            lane_bits: 32,
+            lanes,
+        })
     }
 
     /// Every `k`-th element (the first of each group) of the window `regs`
@@ -1375,6 +1479,77 @@ impl FnBuilder<'_> {
                 .collect();
         }
         (level.len() == 1).then(|| level[0])
+    }
+
+    /// The interleaving of two or four vectors of whole registers (lane `l`
+    /// of source `j` at lane `k * l + j`: the channels of interleaved
+    /// pixels) as a tree of unpacks: per register of each source, four
+    /// sources take 8 shuffles (zips of `bits`-wide lanes, then of twice
+    /// that), each one `punpckl*`/`punpckh*` in V8. Picking bytes
+    /// (`gather_bytes`) takes 12 shuffles there, 8 of them with lanes left
+    /// open, which V8 compiles to two `pshufb` and an `or` with their masks
+    /// loaded in the loop. `None` for other shuffles.
+    fn interleave_registers(
+        &mut self,
+        srcs: &[VecVal],
+        indices: &[u32],
+        bits: u8,
+    ) -> Option<Vec<u32>> {
+        let k = srcs.len();
+        let n = srcs.first()?.lanes as usize;
+        let per = lanes_per_part(bits) as usize;
+        if !matches!(k, 2 | 4)
+            || n % per != 0
+            || (k == 4 && bits > 32)
+            || srcs
+                .iter()
+                .any(|s| s.lanes as usize != n || s.lane_bits != bits)
+            || indices.len() != k * n
+            || indices
+                .iter()
+                .enumerate()
+                .any(|(i, &index)| index as usize != (i % k) * n + i / k)
+        {
+            return None;
+        }
+        // `zip(a, b, bytes, high)`: the low (or high) halves of `a` and `b`
+        // with their `bytes`-wide lanes alternating.
+        let zip = |this: &mut Self, a: u32, b: u32, bytes: usize, high: bool| {
+            let mut lanes = [0u8; 16];
+            let half = 8 / bytes;
+            for i in 0..half {
+                let from = (i + if high { half } else { 0 }) * bytes;
+                for byte in 0..bytes {
+                    lanes[2 * i * bytes + byte] = (from + byte) as u8;
+                    lanes[(2 * i + 1) * bytes + byte] = (16 + from + byte) as u8;
+                }
+            }
+            this.emit(I::LocalGet(a));
+            this.emit(I::LocalGet(b));
+            this.emit(I::I8x16Shuffle(lanes));
+            let l = this.v128_local();
+            this.emit(I::LocalSet(l));
+            l
+        };
+        let bytes = bits as usize / 8;
+        let mut parts = Vec::with_capacity(k * n / per);
+        for block in 0..n / per {
+            let r: Vec<u32> = srcs.iter().map(|s| s.parts[block]).collect();
+            if k == 2 {
+                parts.push(zip(self, r[0], r[1], bytes, false));
+                parts.push(zip(self, r[0], r[1], bytes, true));
+                continue;
+            }
+            let low01 = zip(self, r[0], r[1], bytes, false);
+            let high01 = zip(self, r[0], r[1], bytes, true);
+            let low23 = zip(self, r[2], r[3], bytes, false);
+            let high23 = zip(self, r[2], r[3], bytes, true);
+            parts.push(zip(self, low01, low23, 2 * bytes, false));
+            parts.push(zip(self, low01, low23, 2 * bytes, true));
+            parts.push(zip(self, high01, high23, 2 * bytes, false));
+            parts.push(zip(self, high01, high23, 2 * bytes, true));
+        }
+        Some(parts)
     }
 
     /// Builds one register whose byte `i` is byte `picks[i].1` of register
@@ -2904,6 +3079,24 @@ impl FnBuilder<'_> {
             }
             return Ok(v);
         }
+        // A channel of interleaved u8 or u16 pixels widened to 32-bit lanes
+        // (as they are, or to convert to f32: the values fit the signed
+        // conversion).
+        if (to.bits == 32 || to.is_float())
+            && from.is_uint()
+            && from.bits <= 16
+            && self.cached_vector(value, 0).is_none()
+            && let Some(v) = match self.widened_channel_load(value, 32)? {
+                Some(v) => Some(v),
+                None => self.widened_versioned_channel_load(value, 32)?,
+            }
+        {
+            return Ok(if to.is_float() {
+                self.map1(&v, I::F32x4ConvertI32x4S, 32)
+            } else {
+                v
+            });
+        }
         let mut v = self.vexpr(value, 32)?;
         if to.is_float() {
             while v.lane_bits < 32 {
@@ -3020,7 +3213,7 @@ impl FnBuilder<'_> {
             return Ok(None);
         }
         if to.bits == 16
-            && let Some(v) = self.widened_channel_load(value)?
+            && let Some(v) = self.widened_channel_load(value, 16)?
         {
             return Ok(Some(v));
         }
@@ -3125,6 +3318,38 @@ impl FnBuilder<'_> {
             return Ok(Some(self.map2(&xv, &yv, I::I16x8Q15MulrSatS)));
         }
         Ok(None)
+    }
+}
+
+/// How `widened_channel_load` widens a channel of interleaved pixels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ChannelWidening {
+    /// u8 RGB to 32-bit lanes: a load and a zeroing swizzle per register.
+    Swizzle,
+    /// Pixels of `pixel_bits` (u8 pairs or RGBA, u16 pairs) masked down to
+    /// their first element, then narrowed or extended once (or not) to the
+    /// target width.
+    MaskPixels { pixel_bits: u8 },
+}
+
+impl ChannelWidening {
+    /// The way for `lanes` lanes of stride `k` in a buffer of `elem`
+    /// widened to `to_bits`, if there is one.
+    fn of(elem: Type, k: i64, to_bits: u8, lanes: u16) -> Option<ChannelWidening> {
+        if elem == Type::U8 && k == 3 && to_bits == 32 {
+            return layout_ok(lanes, 32).then_some(ChannelWidening::Swizzle);
+        }
+        let pixel_bits = match (elem, k) {
+            (Type::U8, 2 | 4) => 8 * k as u8,
+            (Type::U16, 2) if to_bits == 32 => 32,
+            _ => return None,
+        };
+        let fits = matches!(to_bits, 16 | 32)
+            && pixel_bits / 2 <= to_bits
+            && pixel_bits >= to_bits / 2
+            && layout_ok(lanes, to_bits)
+            && layout_ok(lanes, pixel_bits);
+        fits.then_some(ChannelWidening::MaskPixels { pixel_bits })
     }
 }
 

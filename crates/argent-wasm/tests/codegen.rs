@@ -201,6 +201,43 @@ fn blur_uses_unaligned_loads_at_constant_offsets() {
     );
 }
 
+/// An RGBA channel of 16 pixels converted to f32 (as `f32(photo(x, y, c))`
+/// in the unsharp mask) is four loads, masked: each masked pixel already
+/// is the channel's value in an i32 lane, so the conversion follows with
+/// no narrow to bytes and no extends back.
+#[test]
+fn rgba_channel_converted_to_f32_is_masked_pixels_converted() {
+    let load = Expr::load(
+        Type::U8.with_lanes(16),
+        "rgba",
+        Expr::ramp(x() * 64 + 2, Expr::i32(4), 16),
+    );
+    let value = Expr::cast(Type::F32.with_lanes(16), load);
+    let body = for_loop(
+        "x",
+        Expr::i32(0),
+        Expr::div(Expr::var_i32("out.extent.0"), Expr::i32(16)),
+        ForKind::Vectorized,
+        store("out", dense(x() * 16, 16), value),
+    );
+    let module = module(
+        vec![
+            buffer("rgba", Type::U8, 1, BufferRole::Input),
+            buffer("out", Type::F32, 1, BufferRole::Output),
+        ],
+        vec![],
+        body,
+    );
+    let body = inner_loop(&wat(&module, CodegenOptions::default()));
+    let count = |op: &str| body.lines().filter(|l| l.trim().starts_with(op)).count();
+    assert_eq!(count("v128.load "), 4, "{body}");
+    assert_eq!(count("v128.and"), 4, "{body}");
+    assert_eq!(count("f32x4.convert_i32x4_s"), 4, "{body}");
+    assert_eq!(count("v128.store"), 4, "{body}");
+    assert_eq!(count("i16x8.narrow") + count("i8x16.narrow"), 0, "{body}");
+    assert_eq!(count("i16x8.extend") + count("i32x4.extend"), 0, "{body}");
+}
+
 #[test]
 fn rgba_channel_load_is_four_loads_masked_and_narrowed() {
     check_inner_loop(

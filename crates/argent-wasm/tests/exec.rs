@@ -333,6 +333,38 @@ fn clamped_ramp_loads_match_reference_inside_and_at_the_edges() {
     }
 }
 
+/// Channels of interleaved u8 data read through a `repeat_edge` clamp and
+/// widened to f32 or u32 (versioned: straight from the window inside,
+/// gathered and extended at the edges) match the reference, inside and
+/// at both edges, for RGB, RGBA and two channels.
+#[test]
+fn clamped_channels_widened_to_32_bits_match_reference() {
+    let mut batch = Vec::new();
+    for (k, c) in [(3, 0), (3, 2), (4, 1), (4, 3), (2, 1)] {
+        for (to, lanes) in [(Type::F32, 4), (Type::F32, 16), (Type::U32, 8)] {
+            let w = 37;
+            let input = random_bytes((k * w) as usize, 50 + c as u64);
+            let iterations = 48 / i64::from(lanes);
+            let module = clamped_ramp_load_as(Type::U8, to, lanes, k, c);
+            // Inside, the window is masked (or swizzled, for RGB) into
+            // 32-bit lanes; no u8 vector is picked and extended.
+            let wat = wasmprinter::print_bytes(compile(&module, &SIMD).unwrap().bytes).unwrap();
+            let widened = if k == 3 { "i8x16.swizzle" } else { "v128.and" };
+            assert!(wat.contains(widened), "{k} channels:\n{wat}");
+            assert!(!wat.contains("i8x16.shuffle"), "{k} channels:\n{wat}");
+            batch.push(case(
+                module,
+                vec![typed(input, 1), typed(vec![0; 4 * 48], 4)],
+                vec![V::I(w), V::I(iterations)],
+            ));
+        }
+    }
+    for (out, c) in check_cases(&batch).iter().zip(&batch) {
+        // The last lane (x = 47) reads pixel 36, the image's last.
+        assert!(out[1].iter().any(|&b| b != 0), "{}", c.module.body);
+    }
+}
+
 #[test]
 fn interleaved_rgba_loads_and_stores() {
     let rgba = random_bytes(4 * 64, 5);
@@ -369,10 +401,15 @@ fn strided_channel_case(from: Type, to: Type, k: i64, lanes: u16, offset: i64) -
         "in",
         Expr::ramp(x() * group + offset, Expr::i32(k), lanes),
     );
+    let three = if to.is_float() {
+        Expr::float(to, 3.0)
+    } else {
+        Expr::int(to, 3)
+    };
     let value = if to == from {
         load
     } else {
-        Expr::cast(to.with_lanes(lanes), load) * Expr::broadcast(Expr::int(to, 3), lanes)
+        Expr::cast(to.with_lanes(lanes), load) * Expr::broadcast(three, lanes)
     };
     let body = for_loop(
         "x",
@@ -404,7 +441,8 @@ fn strided_channel_case(from: Type, to: Type, k: i64, lanes: u16, offset: i64) -
 /// Strided loads that the backend de-interleaves by masking wide lanes and
 /// narrowing (stride 4 of u8, stride 2 of u8 and u16, signed too), with
 /// full, half and odd windows, each at every offset within its group; and
-/// u8 channels widened to 16 bits straight from the window.
+/// u8 channels, and u16 channels of pairs, widened to 16 or 32 bits (and
+/// converted to f32) straight from the window.
 #[test]
 fn strided_loads_masked_and_narrowed_match_reference() {
     let shapes = [
@@ -421,6 +459,19 @@ fn strided_loads_masked_and_narrowed_match_reference() {
         (Type::U8, Type::U16, 4, 12),
         (Type::U8, Type::U16, 2, 16),
         (Type::U8, Type::U16, 2, 8),
+        (Type::U8, Type::U32, 4, 16),
+        (Type::U8, Type::I32, 4, 4),
+        (Type::U8, Type::F32, 4, 16),
+        (Type::U8, Type::F32, 4, 12),
+        (Type::U8, Type::U32, 2, 16),
+        (Type::U8, Type::F32, 2, 8),
+        (Type::U16, Type::U32, 2, 8),
+        (Type::U16, Type::F32, 2, 4),
+        (Type::U16, Type::I32, 2, 12),
+        (Type::U8, Type::F32, 3, 4),
+        (Type::U8, Type::F32, 3, 12),
+        (Type::U8, Type::U32, 3, 16),
+        (Type::U8, Type::I32, 3, 8),
     ];
     let cases: Vec<Case> = shapes
         .into_iter()
@@ -1364,7 +1415,18 @@ fn unsigned_division_by_constants_is_exact_for_every_input() {
 fn interleaving_shuffle_is_a_dense_store() {
     let module = interleave_shuffle();
     let wat = wasmprinter::print_bytes(compile(&module, &SIMD).unwrap().bytes).unwrap();
-    assert_eq!(wat.matches("i8x16.shuffle").count(), 12);
+    // A tree of unpacks: bytes of the planes zipped in pairs, then
+    // 16-bit pairs of those zipped.
+    let zips = [
+        "i8x16.shuffle 0 16 1 17 2 18 3 19 4 20 5 21 6 22 7 23",
+        "i8x16.shuffle 8 24 9 25 10 26 11 27 12 28 13 29 14 30 15 31",
+        "i8x16.shuffle 0 1 16 17 2 3 18 19 4 5 20 21 6 7 22 23",
+        "i8x16.shuffle 8 9 24 25 10 11 26 27 12 13 28 29 14 15 30 31",
+    ];
+    assert_eq!(wat.matches("i8x16.shuffle").count(), 8, "{wat}");
+    for zip in zips {
+        assert_eq!(wat.matches(zip).count(), 2, "{zip}\n{wat}");
+    }
     assert_eq!(wat.matches("v128.store").count(), 4);
     assert!(!wat.contains("extract_lane"));
     let planes = random_bytes(4 * 64, 12);
@@ -1372,6 +1434,59 @@ fn interleaving_shuffle_is_a_dense_store() {
     for x in 0..64 {
         for c in 0..4 {
             assert_eq!(out[1][4 * x + c], planes[c * 64 + x]);
+        }
+    }
+}
+
+/// Two and four planes of 8-, 16- and 32-bit lanes, one and two registers
+/// of each per iteration, interleave as the reference does (and as the
+/// layout says: element `i` of the output is element `i / k` of plane
+/// `i % k`), with one shuffle per output register for pairs and two for
+/// fours, no lane extracts.
+#[test]
+fn planes_of_every_lane_width_interleave_by_unpacking() {
+    let mut batch = Vec::new();
+    let mut shapes = Vec::new();
+    for (ty, elem) in [
+        (Type::U8, 1usize),
+        (Type::U16, 2),
+        (Type::F32, 4),
+        (Type::I32, 4),
+    ] {
+        for k in [2usize, 4] {
+            for registers in [1usize, 2] {
+                let lanes = 16 / elem * registers;
+                let module = interleave_planes(ty, k as u32, lanes as u16);
+                let wat = wasmprinter::print_bytes(compile(&module, &SIMD).unwrap().bytes).unwrap();
+                let shuffles_per_output = if k == 2 { 1 } else { 2 };
+                assert_eq!(
+                    wat.matches("i8x16.shuffle").count(),
+                    k * registers * shuffles_per_output,
+                    "{ty} x {k}, {registers} register(s):\n{wat}"
+                );
+                assert!(!wat.contains("extract_lane"), "{wat}");
+                // Three iterations of the vector loop.
+                let elements = 3 * k * lanes;
+                let planes = random_bytes(elements * elem, 40 + k as u64);
+                batch.push(case(
+                    module,
+                    vec![typed(planes, elem), typed(vec![0; elements * elem], elem)],
+                    vec![],
+                ));
+                shapes.push((elem, k));
+            }
+        }
+    }
+    // Random f32 bits may be NaNs; outputs compare as bytes.
+    for (out, (elem, k)) in check_cases(&batch).iter().zip(shapes) {
+        let n = out[1].len() / elem / k;
+        for i in 0..n * k {
+            let from = (i % k) * n + i / k;
+            assert_eq!(
+                out[1][i * elem..(i + 1) * elem],
+                out[0][from * elem..(from + 1) * elem],
+                "element {i} of {k} planes of {elem}-byte elements"
+            );
         }
     }
 }

@@ -455,27 +455,41 @@ pub fn dot_i16() -> argent_ir::Module {
 /// Interleaves four u8 planes into RGBA with one dense store of a shuffle
 /// (the form lowering gives when channels are unrolled and x vectorised).
 pub fn interleave_shuffle() -> argent_ir::Module {
-    let n = Expr::div(Expr::var_i32("rgba.extent.0"), Expr::i32(4));
+    interleave_planes(Type::U8, 4, 16)
+}
+
+/// `rgba[x * k * lanes ..] = shuffle(planes[c * n + x * lanes ..] for c in
+/// 0..k)`: `k` planes of `ty` (`n` elements each, `n` = the output's
+/// extent over `k`) interleaved, `lanes` elements of each plane per
+/// iteration.
+pub fn interleave_planes(ty: Type, k: u32, lanes: u16) -> argent_ir::Module {
+    let n = Expr::div(Expr::var_i32("rgba.extent.0"), Expr::i32(k.into()));
     let plane = |c: i64| {
         Expr::load(
-            Type::U8,
+            ty.with_lanes(lanes),
             "planes",
-            dense(Expr::mul(n.clone(), Expr::i32(c)) + x() * 16, 16),
+            dense(
+                Expr::mul(n.clone(), Expr::i32(c)) + x() * i64::from(lanes),
+                lanes,
+            ),
         )
     };
-    let indices: Vec<u32> = (0..64).map(|i| (i % 4) * 16 + i / 4).collect();
-    let value = Expr::shuffle(vec![plane(0), plane(1), plane(2), plane(3)], indices);
+    let total = k * u32::from(lanes);
+    let indices: Vec<u32> = (0..total)
+        .map(|i| (i % k) * u32::from(lanes) + i / k)
+        .collect();
+    let value = Expr::shuffle((0..i64::from(k)).map(plane).collect(), indices);
     let body = for_loop(
         "x",
         Expr::i32(0),
-        Expr::div(n.clone(), Expr::i32(16)),
+        Expr::div(n.clone(), Expr::i32(lanes.into())),
         ForKind::Vectorized,
-        store("rgba", dense(x() * 64, 64), value),
+        store("rgba", dense(x() * i64::from(total), total as u16), value),
     );
     module(
         vec![
-            buffer("planes", Type::U8, 1, BufferRole::Input),
-            buffer("rgba", Type::U8, 1, BufferRole::Output),
+            buffer("planes", ty, 1, BufferRole::Input),
+            buffer("rgba", ty, 1, BufferRole::Output),
         ],
         vec![],
         body,
@@ -487,8 +501,14 @@ pub fn interleave_shuffle() -> argent_ir::Module {
 /// interleaved data) left with its clamp, as in a boundary piece of a
 /// partitioned loop.
 pub fn clamped_ramp_load(k: i64, c: i64) -> argent_ir::Module {
-    let lanes = 8;
-    let ramp = Expr::likely(dense(x() * 8 - Expr::i32(1), lanes));
+    clamped_ramp_load_as(Type::U16, Type::U16, 8, k, c)
+}
+
+/// `clamped_ramp_load` of `lanes` elements of type `elem` at a time,
+/// cast to `to` (as `f32(p(x, y, c))` of a `repeat_edge` reads a channel).
+pub fn clamped_ramp_load_as(elem: Type, to: Type, lanes: u16, k: i64, c: i64) -> argent_ir::Module {
+    let n = i64::from(lanes);
+    let ramp = Expr::likely(dense(x() * n - Expr::i32(1), lanes));
     let clamped = Expr::max(
         Expr::broadcast(Expr::i32(0), lanes),
         Expr::min(
@@ -507,14 +527,17 @@ pub fn clamped_ramp_load(k: i64, c: i64) -> argent_ir::Module {
         ForKind::Serial,
         store(
             "out",
-            dense(x() * 8, lanes),
-            Expr::load(Type::U16.with_lanes(lanes), "in", index),
+            dense(x() * n, lanes),
+            Expr::cast(
+                to.with_lanes(lanes),
+                Expr::load(elem.with_lanes(lanes), "in", index),
+            ),
         ),
     );
     module(
         vec![
-            buffer("in", Type::U16, 1, BufferRole::Input),
-            buffer("out", Type::U16, 1, BufferRole::Output),
+            buffer("in", elem, 1, BufferRole::Input),
+            buffer("out", to, 1, BufferRole::Output),
         ],
         vec![param("w", Type::I32), param("n", Type::I32)],
         body,
