@@ -1372,35 +1372,23 @@ impl FnBuilder<'_> {
         if ChannelWidening::of(buf.ty, k, to_bits, lanes).is_none() {
             return Ok(None);
         }
-        let Unclamped {
-            dense,
-            lo,
-            hi,
-            first,
-        } = unclamped;
-        let last = Expr::add(first.clone(), Expr::i32(i64::from(lanes) - 1));
-        self.expr(&Expr::and(Expr::le(lo, first), Expr::le(last, hi)))?;
-        self.emit(I::If(wasm_encoder::BlockType::Empty));
-        let inside_load = Expr::load(value.ty(), buffer.clone(), dense);
-        let inside = self
-            .in_branch(|b| b.widened_channel_load(&inside_load, to_bits))?
-            .expect("the shape was checked");
-        let parts: Vec<u32> = inside.parts.iter().map(|_| self.v128_local()).collect();
-        self.copy_parts(&inside.parts, &parts);
-        self.emit(I::Else);
-        let edge = self.in_branch(|b| {
-            let mut v = b.gather(value, buffer, index, 32)?;
-            while v.lane_bits < to_bits {
-                v = b.widen2(&v, false);
-            }
-            Ok(v)
-        })?;
-        if edge.parts.len() != parts.len() || edge.lane_bits != inside.lane_bits {
-            return Err(VErr::Unsupported);
-        }
-        self.copy_parts(&edge.parts, &parts);
-        self.emit(I::End);
-        Ok(Some(VecVal { parts, ..inside }))
+        let inside_load = Expr::load(value.ty(), buffer.clone(), unclamped.dense.clone());
+        self.versioned(
+            &unclamped,
+            lanes,
+            |b| {
+                let v = b.widened_channel_load(&inside_load, to_bits)?;
+                Ok(v.expect("the shape was checked"))
+            },
+            |b| {
+                let mut v = b.gather(value, buffer, index, 32)?;
+                while v.lane_bits < to_bits {
+                    v = b.widen2(&v, false);
+                }
+                Ok(v)
+            },
+        )
+        .map(Some)
     }
 
     /// A channel of interleaved u8 RGB pixels (`in[ramp(base, 3, lanes)]`)
@@ -2104,20 +2092,35 @@ impl FnBuilder<'_> {
         unclamped: Unclamped,
         mask_bits: u8,
     ) -> VResult<VecVal> {
-        let Unclamped {
-            dense,
-            lo,
-            hi,
-            first,
-        } = unclamped;
-        let last = Expr::add(first.clone(), Expr::i32(e.ty().lanes as i64 - 1));
-        self.expr(&Expr::and(Expr::le(lo, first), Expr::le(last, hi)))?;
+        self.versioned(
+            &unclamped,
+            e.ty().lanes,
+            |b| b.vload(e, buffer, &unclamped.dense, mask_bits),
+            |b| b.gather(e, buffer, index, mask_bits),
+        )
+    }
+
+    /// `if (every lane of the clamped ramp is inside its clamp) { inside }
+    /// else { edge }`, the two arms' vectors copied into the same registers.
+    fn versioned(
+        &mut self,
+        unclamped: &Unclamped,
+        lanes: u16,
+        inside: impl FnOnce(&mut Self) -> VResult<VecVal>,
+        edge: impl FnOnce(&mut Self) -> VResult<VecVal>,
+    ) -> VResult<VecVal> {
+        let Unclamped { lo, hi, first, .. } = unclamped;
+        let last = Expr::add(first.clone(), Expr::i32(i64::from(lanes) - 1));
+        self.expr(&Expr::and(
+            Expr::le(lo.clone(), first.clone()),
+            Expr::le(last, hi.clone()),
+        ))?;
         self.emit(I::If(wasm_encoder::BlockType::Empty));
-        let inside = self.in_branch(|b| b.vload(e, buffer, &dense, mask_bits))?;
+        let inside = self.in_branch(inside)?;
         let parts: Vec<u32> = inside.parts.iter().map(|_| self.v128_local()).collect();
         self.copy_parts(&inside.parts, &parts);
         self.emit(I::Else);
-        let edge = self.in_branch(|b| b.gather(e, buffer, index, mask_bits))?;
+        let edge = self.in_branch(edge)?;
         if edge.parts.len() != parts.len() || edge.lane_bits != inside.lane_bits {
             return Err(VErr::Unsupported);
         }
