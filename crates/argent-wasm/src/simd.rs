@@ -1540,6 +1540,42 @@ impl FnBuilder<'_> {
         Some(parts)
     }
 
+    /// `gather_bytes` from three or more registers: each register's bytes
+    /// put in place by a swizzle whose other indices have the top bit set
+    /// (zeros), then the results or-ed together. With constant indices V8
+    /// emits one `pshufb` per swizzle and one `por` per or, where a
+    /// two-register shuffle whose lanes fit no pattern of its own is two
+    /// `pshufb`s and a `por`: an RGB channel of 16 pixels (three registers)
+    /// is five instructions this way and seven as a tree of shuffles.
+    fn swizzle_and_merge(
+        &mut self,
+        regs: &[u32],
+        used: &[usize],
+        picks: &[Option<(usize, u8)>; 16],
+    ) -> u32 {
+        let mut merged: Option<u32> = None;
+        for &r in used {
+            let mut indices = [0x80u8; 16];
+            for (i, p) in picks.iter().enumerate() {
+                if let Some((from, byte)) = p
+                    && *from == r
+                {
+                    indices[i] = *byte;
+                }
+            }
+            let indices = self.const_part(i128::from_le_bytes(indices));
+            self.emit(I::LocalGet(regs[r]));
+            self.emit(I::LocalGet(indices));
+            self.emit(I::I8x16Swizzle);
+            if let Some(m) = merged {
+                self.emit(I::LocalGet(m));
+                self.emit(I::V128Or);
+            }
+            merged = Some(self.set_new_local(ValType::V128));
+        }
+        merged.expect("three or more registers")
+    }
+
     /// Builds one register whose byte `i` is byte `picks[i].1` of register
     /// `picks[i].0` (don't-care where `None`), with a tree of shuffles.
     fn gather_bytes(&mut self, regs: &[u32], picks: &[Option<(usize, u8)>; 16]) -> u32 {
@@ -1555,6 +1591,9 @@ impl FnBuilder<'_> {
         let mut used: Vec<usize> = picks.iter().flatten().map(|(r, _)| *r).collect();
         used.sort();
         used.dedup();
+        if used.len() >= 3 {
+            return self.swizzle_and_merge(regs, &used, picks);
+        }
         // First level: pairs of source registers.
         let mut partials: Vec<(u32, [bool; 16])> = Vec::new();
         for pair in used.chunks(2) {

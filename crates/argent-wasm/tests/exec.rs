@@ -468,6 +468,10 @@ fn strided_loads_masked_and_narrowed_match_reference() {
         (Type::U16, Type::U32, 2, 8),
         (Type::U16, Type::F32, 2, 4),
         (Type::U16, Type::I32, 2, 12),
+        (Type::U8, Type::U8, 3, 16),
+        (Type::U8, Type::U8, 3, 8),
+        (Type::U8, Type::U16, 3, 16),
+        (Type::U16, Type::U16, 3, 8),
         (Type::U8, Type::F32, 3, 4),
         (Type::U8, Type::F32, 3, 12),
         (Type::U8, Type::U32, 3, 16),
@@ -1486,6 +1490,44 @@ fn planes_of_every_lane_width_interleave_by_unpacking() {
                 out[1][i * elem..(i + 1) * elem],
                 out[0][from * elem..(from + 1) * elem],
                 "element {i} of {k} planes of {elem}-byte elements"
+            );
+        }
+    }
+}
+
+/// Three planes of u8 or u16 interleave (RGB) as the layout says, each
+/// output register put together from its three sources by swizzles and
+/// ors, with no two-register shuffles.
+#[test]
+fn rgb_planes_interleave_by_swizzles() {
+    let mut batch = Vec::new();
+    for (ty, elem, lanes) in [
+        (Type::U8, 1usize, 16u16),
+        (Type::U8, 1, 32),
+        (Type::U16, 2, 8),
+    ] {
+        let module = interleave_planes(ty, 3, lanes);
+        let wat = wasmprinter::print_bytes(compile(&module, &SIMD).unwrap().bytes).unwrap();
+        assert!(!wat.contains("i8x16.shuffle"), "{ty}:\n{wat}");
+        assert!(wat.contains("i8x16.swizzle"), "{ty}:\n{wat}");
+        let elements = 3 * 3 * lanes as usize;
+        batch.push(case(
+            module,
+            vec![
+                typed(random_bytes(elements * elem, 60), elem),
+                typed(vec![0; elements * elem], elem),
+            ],
+            vec![],
+        ));
+    }
+    for (out, elem) in check_cases(&batch).iter().zip([1, 1, 2]) {
+        let n = out[1].len() / elem / 3;
+        for i in 0..3 * n {
+            let from = (i % 3) * n + i / 3;
+            assert_eq!(
+                out[1][i * elem..(i + 1) * elem],
+                out[0][from * elem..(from + 1) * elem],
+                "element {i}"
             );
         }
     }

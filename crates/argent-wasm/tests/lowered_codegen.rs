@@ -174,7 +174,7 @@ fn bilateral_grid_resolves_channel_selects_and_pairs_gathers() {
         .iter()
         .filter(|b| {
             count(b, "v128.store8_lane") == 16
-                && count(b, "i8x16.shuffle") > 0
+                && count(b, "i8x16.shuffle") + count(b, "i8x16.swizzle") > 0
                 && count(b, "if") == 0
         })
         .collect();
