@@ -1540,7 +1540,8 @@ impl FnBuilder<'_> {
         Some(parts)
     }
 
-    /// `gather_bytes` from three or more registers: each register's bytes
+    /// `gather_bytes` from three or more registers, or from two whose bytes
+    /// do not move as whole 32-bit words: each register's bytes
     /// put in place by a swizzle whose other indices have the top bit set
     /// (zeros), then the results or-ed together. With constant indices V8
     /// emits one `pshufb` per swizzle and one `por` per or, where a
@@ -1573,7 +1574,7 @@ impl FnBuilder<'_> {
             }
             merged = Some(self.set_new_local(ValType::V128));
         }
-        merged.expect("three or more registers")
+        merged.expect("two or more registers")
     }
 
     /// Builds one register whose byte `i` is byte `picks[i].1` of register
@@ -1591,7 +1592,7 @@ impl FnBuilder<'_> {
         let mut used: Vec<usize> = picks.iter().flatten().map(|(r, _)| *r).collect();
         used.sort();
         used.dedup();
-        if used.len() >= 3 {
+        if used.len() >= 3 || (used.len() == 2 && !moves_whole_words(picks)) {
             return self.swizzle_and_merge(regs, &used, picks);
         }
         // First level: pairs of source registers.
@@ -3361,6 +3362,24 @@ impl FnBuilder<'_> {
         }
         Ok(None)
     }
+}
+
+/// Whether every aligned group of four picked bytes is one aligned 32-bit
+/// word of one source (or left open): a shuffle of 32-bit lanes, which V8
+/// compiles to one `shufps`, `pshufd` or blend.
+fn moves_whole_words(picks: &[Option<(usize, u8)>; 16]) -> bool {
+    picks.chunks(4).all(|word| {
+        let Some(&Some((reg, byte))) = word.iter().find(|p| p.is_some()) else {
+            return true;
+        };
+        let start = byte - byte % 4;
+        let offset = word.iter().position(|p| p.is_some()).expect("found above") as u8;
+        byte % 4 == offset
+            && word
+                .iter()
+                .enumerate()
+                .all(|(i, p)| p.is_none() || *p == Some((reg, start + i as u8)))
+    })
 }
 
 /// How `widened_channel_load` widens a channel of interleaved pixels.

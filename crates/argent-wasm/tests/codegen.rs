@@ -238,6 +238,56 @@ fn rgba_channel_converted_to_f32_is_masked_pixels_converted() {
     assert_eq!(count("i16x8.extend") + count("i32x4.extend"), 0, "{body}");
 }
 
+/// `out[x * lanes ..] = in[ramp(x * lanes * k, k, lanes)]`: the WAT of
+/// its SIMD module.
+fn strided_copy_wat(ty: Type, k: i64, lanes: u16) -> String {
+    let load = Expr::load(
+        ty.with_lanes(lanes),
+        "in",
+        Expr::ramp(x() * (i64::from(lanes) * k), Expr::i32(k), lanes),
+    );
+    let body = for_loop(
+        "x",
+        Expr::i32(0),
+        Expr::var_i32("out.extent.0") / Expr::i32(lanes.into()),
+        ForKind::Vectorized,
+        store("out", dense(x() * i64::from(lanes), lanes), load),
+    );
+    let module = module(
+        vec![
+            buffer("in", ty, 1, BufferRole::Input),
+            buffer("out", ty, 1, BufferRole::Output),
+        ],
+        vec![],
+        body,
+    );
+    wat(&module, CodegenOptions::default())
+}
+
+/// Picking bytes out of two registers is a swizzle of each (zeros where
+/// the other supplies the byte) and an `or`: V8 compiles a two-register
+/// `i8x16.shuffle` that fits none of its patterns to two `pshufb`s with
+/// their masks rebuilt in the loop. Shuffles of whole 32-bit words stay
+/// shuffles (V8 has `shufps` for them).
+#[test]
+fn byte_picks_from_two_registers_are_swizzles_and_words_stay_shuffles() {
+    // A channel of 8 RGB pixels: a window of 22 bytes, two registers.
+    let rgb = strided_copy_wat(Type::U8, 3, 8);
+    assert_eq!(rgb.matches("i8x16.shuffle").count(), 0, "{rgb}");
+    assert_eq!(rgb.matches("i8x16.swizzle").count(), 2, "{rgb}");
+    assert_eq!(rgb.matches("v128.or").count(), 1, "{rgb}");
+    // Every other f32 of two registers: words 0 and 2 of each.
+    let words = strided_copy_wat(Type::F32, 2, 4);
+    assert_eq!(
+        words
+            .matches("i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27")
+            .count(),
+        1,
+        "{words}"
+    );
+    assert_eq!(words.matches("i8x16.swizzle").count(), 0, "{words}");
+}
+
 #[test]
 fn rgba_channel_load_is_four_loads_masked_and_narrowed() {
     check_inner_loop(
