@@ -1298,7 +1298,8 @@ impl FnBuilder<'_> {
     /// channel's elements and widening them would narrow the window down
     /// to single elements and extend them again: for the f32 lanes of an
     /// RGBA channel that is two narrows and six extends per 16 pixels
-    /// here. `None` for anything else.
+    /// here. RGB u8 pixels do not fit a lane; their channels widen to 32
+    /// bits by swizzles (`swizzled_channel_load`). `None` for anything else.
     fn widened_channel_load(&mut self, value: &Expr, to_bits: u8) -> VResult<Option<VecVal>> {
         let ExprKind::Load { buffer, index } = value.kind() else {
             return Ok(None);
