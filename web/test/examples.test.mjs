@@ -16,6 +16,15 @@ import { EXAMPLES, firstDifference, referenceOutputs } from "./helpers.mjs";
 // A 96x64 crop of images/chelsea.png keeps the reference interpreter fast
 // while still covering tiles, tails and borders of every schedule.
 const PHOTO = new URL("./fixtures/chelsea-96x64.png", import.meta.url).pathname;
+// The same crop with an alpha channel (values varying across the image), as
+// a canvas gives: examples on interleaved u8 photos also run on RGBA,
+// where the generated code reads and writes channels with stride 4.
+const RGBA_PHOTO = new URL("./fixtures/chelsea-rgba-96x64.png", import.meta.url).pathname;
+const RGBA_CONFIGS = [
+  { threads: 1, simd: true },
+  { threads: 2, simd: true },
+  { threads: 1, simd: false },
+];
 
 // Examples the compiler cannot run yet, each with the reason. They still
 // run and are reported as TODO (node:test prints them), so a fix shows up
@@ -114,6 +123,46 @@ for (const [name, path] of examples) {
                   `got ${raster.samples[at]}, expected ${want.samples[at]}`,
               );
             }
+          });
+        } finally {
+          pipeline.dispose();
+        }
+      });
+    }
+  });
+}
+
+// Examples whose inputs are all interleaved u8 photos, on the RGBA crop.
+for (const [name, path] of examples) {
+  describe(`${name} on RGBA`, () => {
+    const source = readFileSync(path, "utf8");
+    let expected;
+    for (const config of RGBA_CONFIGS) {
+      const label = `${config.threads} thread(s), ${config.simd ? "SIMD128" : "scalar"}`;
+      test(`${label}: matches the reference interpreter`, async (t) => {
+        const runtime = runtimes.get(CONFIGS.find((c) => c.threads === config.threads && c.simd === config.simd && c.sharedMemory === undefined));
+        const pipeline = await runtime.compile(source, { validate: true });
+        try {
+          if (!pipeline.inputs.every((input) => input.type === "u8" && input.dims.length === 3)) {
+            t.skip("not a pipeline of interleaved u8 photos");
+            return;
+          }
+          const photos = pipeline.inputs.map((input) => [input.name, RGBA_PHOTO]);
+          expected ??= await Promise.all(
+            referenceOutputs(path, photos, pipeline.outputs.map((o) => o.name)).map((p) => readPhoto(p)),
+          );
+          const out = join(scratch, `${name.replace("/", "-")}-rgba-${config.threads}-${config.simd}.png`);
+          const { rasters } = await runOnPhotos(pipeline, { inputs: photos }, out);
+          rasters.forEach((raster, i) => {
+            const want = expected[i];
+            const output = pipeline.outputs[i].name;
+            assert.deepEqual(
+              [raster.width, raster.height, raster.channels],
+              [want.width, want.height, want.channels],
+              `output \`${output}\` shape`,
+            );
+            const at = firstDifference(raster.samples, want.samples);
+            assert.equal(at, -1, `output \`${output}\` differs from the reference at sample ${at}: got ${raster.samples[at]}, expected ${want.samples[at]}`);
           });
         } finally {
           pipeline.dispose();
