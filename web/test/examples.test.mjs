@@ -64,6 +64,28 @@ after(() => {
   for (const runtime of runtimes.values()) runtime.dispose();
 });
 
+/** Each output raster of `pipeline` has the shape and samples of the reference's. */
+function assertRastersMatch(pipeline, rasters, expected) {
+  rasters.forEach((raster, i) => {
+    const want = expected[i];
+    const output = pipeline.outputs[i].name;
+    assert.deepEqual(
+      [raster.width, raster.height, raster.channels],
+      [want.width, want.height, want.channels],
+      `output \`${output}\` shape`,
+    );
+    const at = firstDifference(raster.samples, want.samples);
+    if (at >= 0) {
+      const pixel = Math.floor(at / raster.channels);
+      assert.fail(
+        `output \`${output}\` differs from the reference at x=${pixel % raster.width}, ` +
+          `y=${Math.floor(pixel / raster.width)}, channel ${at % raster.channels}: ` +
+          `got ${raster.samples[at]}, expected ${want.samples[at]}`,
+      );
+    }
+  });
+}
+
 test("there are examples to test", () => {
   assert.ok(only || examples.length >= 10, `found ${examples.length} examples in ${EXAMPLES}`);
 });
@@ -106,24 +128,7 @@ for (const [name, path] of examples) {
           } else {
             firstRaw = raw;
           }
-          rasters.forEach((raster, i) => {
-            const want = expected[i];
-            const output = pipeline.outputs[i].name;
-            assert.deepEqual(
-              [raster.width, raster.height, raster.channels],
-              [want.width, want.height, want.channels],
-              `output \`${output}\` shape`,
-            );
-            const at = firstDifference(raster.samples, want.samples);
-            if (at >= 0) {
-              const pixel = Math.floor(at / raster.channels);
-              assert.fail(
-                `output \`${output}\` differs from the reference at x=${pixel % raster.width}, ` +
-                  `y=${Math.floor(pixel / raster.width)}, channel ${at % raster.channels}: ` +
-                  `got ${raster.samples[at]}, expected ${want.samples[at]}`,
-              );
-            }
-          });
+          assertRastersMatch(pipeline, rasters, expected);
         } finally {
           pipeline.dispose();
         }
@@ -153,17 +158,7 @@ for (const [name, path] of examples) {
           );
           const out = join(scratch, `${name.replace("/", "-")}-rgba-${config.threads}-${config.simd}.png`);
           const { rasters } = await runOnPhotos(pipeline, { inputs: photos }, out);
-          rasters.forEach((raster, i) => {
-            const want = expected[i];
-            const output = pipeline.outputs[i].name;
-            assert.deepEqual(
-              [raster.width, raster.height, raster.channels],
-              [want.width, want.height, want.channels],
-              `output \`${output}\` shape`,
-            );
-            const at = firstDifference(raster.samples, want.samples);
-            assert.equal(at, -1, `output \`${output}\` differs from the reference at sample ${at}: got ${raster.samples[at]}, expected ${want.samples[at]}`);
-          });
+          assertRastersMatch(pipeline, rasters, expected);
         } finally {
           pipeline.dispose();
         }

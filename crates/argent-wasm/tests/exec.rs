@@ -1483,15 +1483,21 @@ fn planes_of_every_lane_width_interleave_by_unpacking() {
     }
     // Random f32 bits may be NaNs; outputs compare as bytes.
     for (out, (elem, k)) in check_cases(&batch).iter().zip(shapes) {
-        let n = out[1].len() / elem / k;
-        for i in 0..n * k {
-            let from = (i % k) * n + i / k;
-            assert_eq!(
-                out[1][i * elem..(i + 1) * elem],
-                out[0][from * elem..(from + 1) * elem],
-                "element {i} of {k} planes of {elem}-byte elements"
-            );
-        }
+        assert_interleaved(out, elem, k);
+    }
+}
+
+/// `out[1]` holds the `k` planes of `out[0]` (`elem`-byte elements)
+/// interleaved: element `i` is element `i / k` of plane `i % k`.
+fn assert_interleaved(out: &[Vec<u8>], elem: usize, k: usize) {
+    let n = out[1].len() / elem / k;
+    for i in 0..n * k {
+        let from = (i % k) * n + i / k;
+        assert_eq!(
+            out[1][i * elem..(i + 1) * elem],
+            out[0][from * elem..(from + 1) * elem],
+            "element {i} of {k} planes of {elem}-byte elements"
+        );
     }
 }
 
@@ -1521,15 +1527,7 @@ fn rgb_planes_interleave_by_swizzles() {
         ));
     }
     for (out, elem) in check_cases(&batch).iter().zip([1, 1, 2]) {
-        let n = out[1].len() / elem / 3;
-        for i in 0..3 * n {
-            let from = (i % 3) * n + i / 3;
-            assert_eq!(
-                out[1][i * elem..(i + 1) * elem],
-                out[0][from * elem..(from + 1) * elem],
-                "element {i}"
-            );
-        }
+        assert_interleaved(out, elem, 3);
     }
 }
 
