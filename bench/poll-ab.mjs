@@ -8,10 +8,11 @@
 // per run (all threads), and checks that both compute the same pixels.
 //
 // Usage (after scripts/build-web.sh):
-//   node bench/poll-ab.mjs [--threads N] [--poll MS] [--blocks N] [--runs N]
+//   node bench/poll-ab.mjs [--threads N] [--poll MS|auto] [--blocks N] [--runs N]
 //     [--size WxH] [--channels C] PIPELINE.ag ...
-// Defaults: 2 threads, 1 ms, 8 blocks of 10 runs, 3072x2048, 3 channels
-// (a 2-D input ignores --channels).
+// Defaults: 2 threads, "auto" (the runtime's default), 8 blocks of 10
+// runs, 3072x2048, 3 channels (a 2-D input ignores --channels). The
+// runtime that does not poll sets pollBetweenRuns: 0.
 import { readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -22,7 +23,8 @@ const repo = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const argent = await import(pathToFileURL(join(repo, "web", "dist", "index.js")).href);
 const { option, rest: files } = commandLine();
 const threads = Number(option("--threads", "2"));
-const pollMs = Number(option("--poll", "1"));
+const pollOption = option("--poll", "auto");
+const pollMs = pollOption === "auto" ? "auto" : Number(pollOption);
 const blocks = Number(option("--blocks", "8"));
 const runsPerBlock = Number(option("--runs", "10"));
 const [W, H] = option("--size", "3072x2048").split("x").map(Number);
@@ -68,7 +70,7 @@ for (const file of files) {
     console.log(`  ${file}`);
     for (const s of setups) {
       console.log(
-        `    ${s.poll ? `polling ${s.poll} ms` : "no polling"}: whole run ${median(s.whole).toFixed(3)} (best ${Math.min(...s.whole).toFixed(3)}), ` +
+        `    ${s.poll === "auto" ? 'polling "auto"' : s.poll ? `polling ${s.poll} ms` : "no polling"}: whole run ${median(s.whole).toFixed(3)} (best ${Math.min(...s.whole).toFixed(3)}), ` +
           `execute ${median(s.execute).toFixed(3)}, CPU ${median(s.cpu).toFixed(3)} per run`,
       );
     }

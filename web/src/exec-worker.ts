@@ -5,11 +5,11 @@
 // arguments straight into the memory and reads the outputs from it, so
 // the driver gets a message of a few words ("run-in-place"); on a memory
 // of its own the driver also lays out the buffers and copies the
-// (transferred) inputs in and the outputs out ("run"). When the runtime
-// polls between runs (`RuntimeOptions.pollBetweenRuns`), a worker that
-// finished a run on shared memory polls its idle word for that long, and
-// the next run of the same pipeline calls it there instead of by message
-// (see `Idle` in layout.ts).
+// (transferred) inputs in and the outputs out ("run"). When runs come
+// back to back (or always, with a fixed `RuntimeOptions.pollBetweenRuns`),
+// a worker that finished a run on shared memory polls its idle word for a
+// while, and the next run of the same pipeline calls it there instead of
+// by message (see `Idle` in layout.ts and `autoPollMs` there).
 //
 // The parallel_for protocol follows argent-wasm's crate docs: the caller
 // publishes a job in a control block in shared memory, bumps a generation
@@ -21,6 +21,7 @@
 
 import {
   ARGS_OFFSET,
+  autoPollMs,
   CONTROL_OFFSET,
   Control,
   IDLE_WORKERS,
@@ -383,15 +384,25 @@ function query(request: Extract<ExecRequest, { type: "query" }>): void {
 }
 
 /**
+ * When this worker last replied to a run on shared memory (its
+ * `performance.now()`), for the gaps that `pollBetweenRuns: "auto"`
+ * measures; -Infinity before its first.
+ */
+let lastReply = -Infinity;
+
+/**
  * When the run asked for polling afterwards, marks this worker as
  * listening for the next run of `loaded` (see `Idle` in layout.ts) and
  * returns for how many milliseconds; it must be called before the worker
- * replies. Zero where it cannot listen (a memory that is not shared, or a
- * worker without an idle word).
+ * replies. `gapMs` is how long this worker waited between its last reply
+ * and this run (see `autoPollMs`). Zero where it cannot listen (a memory
+ * that is not shared, or a worker without an idle word).
  */
-function listen(loaded: Loaded, worker: number): number {
+function listen(loaded: Loaded, worker: number, gapMs: number): number {
   if (!(loaded.memory.buffer instanceof SharedArrayBuffer) || worker >= IDLE_WORKERS) return 0;
-  const pollMs = Atomics.load(control(loaded), Control.pollMicros) / 1000;
+  const ctl = control(loaded);
+  const capMs = Atomics.load(ctl, Control.pollMicros) / 1000;
+  const pollMs = Atomics.load(ctl, Control.pollAuto) !== 0 ? autoPollMs(gapMs, capMs) : capMs;
   if (pollMs > 0) Atomics.store(idleWords(loaded.memory), worker, Idle.listening);
   return pollMs;
 }
@@ -424,6 +435,7 @@ function nextRun(loaded: Loaded, worker: number, pollMs: number): number | null 
 function runInPlace(request: Extract<ExecRequest, { type: "run-in-place" }>): void {
   let runId: number | null = request.runId;
   let helpers = request.helpers;
+  let gapMs = performance.now() - lastReply;
   while (runId !== null) {
     const loaded = pipelines.get(request.pipelineId);
     if (!loaded) {
@@ -431,7 +443,8 @@ function runInPlace(request: Extract<ExecRequest, { type: "run-in-place" }>): vo
       return;
     }
     const executed = execute(loaded, helpers);
-    const pollMs = listen(loaded, request.worker);
+    const pollMs = listen(loaded, request.worker, gapMs);
+    lastReply = performance.now();
     reply({
       type: "done",
       runId,
@@ -443,13 +456,17 @@ function runInPlace(request: Extract<ExecRequest, { type: "run-in-place" }>): vo
       timings: { copyIn: 0, execute: executed.execute, copyOut: 0 },
     });
     runId = pollMs > 0 ? nextRun(loaded, request.worker, pollMs) : null;
-    if (runId !== null) helpers = Atomics.load(control(loaded), Control.helpers);
+    if (runId !== null) {
+      helpers = Atomics.load(control(loaded), Control.helpers);
+      gapMs = performance.now() - lastReply;
+    }
   }
 }
 
 /** A helper's part of a run, and of the next runs it is called to (as `runInPlace`). */
 function join(request: Extract<ExecRequest, { type: "join" }>): void {
   let runId: number | null = request.runId;
+  let gapMs = performance.now() - lastReply;
   while (runId !== null) {
     const loaded = pipelines.get(request.pipelineId);
     if (loaded) {
@@ -457,9 +474,11 @@ function join(request: Extract<ExecRequest, { type: "join" }>): void {
       loaded.iterations = 0;
       helpLoop(loaded);
     }
-    const pollMs = loaded ? listen(loaded, request.worker) : 0;
+    const pollMs = loaded ? listen(loaded, request.worker, gapMs) : 0;
+    lastReply = performance.now();
     reply({ type: "left", runId, trap: loaded?.trap ?? null, iterations: loaded?.iterations ?? 0 });
     runId = loaded && pollMs > 0 ? nextRun(loaded, request.worker, pollMs) : null;
+    gapMs = performance.now() - lastReply;
   }
 }
 

@@ -30,9 +30,15 @@ export const Control = {
   helpers: 12,
   /**
    * Microseconds a worker polls its idle word after this run (see `Idle`);
-   * 0: it goes back to its event loop at once.
+   * 0: it goes back to its event loop at once. With `pollAuto`, the most
+   * it may poll.
    */
   pollMicros: 13,
+  /**
+   * 1: each worker picks how long it polls from the gaps it sees between
+   * runs (`pollBetweenRuns: "auto"`, see `autoPollMs` in exec-worker.ts).
+   */
+  pollAuto: 14,
   words: 16,
 } as const;
 
@@ -47,8 +53,9 @@ export const IDLE_OFFSET = 256;
 export const IDLE_WORKERS = (1024 - IDLE_OFFSET) / 4;
 
 /**
- * The states of a worker's idle word, used when the runtime polls between
- * runs (`RuntimeOptions.pollBetweenRuns`). A worker that finished a run
+ * The states of a worker's idle word, used when the workers poll between
+ * runs (`RuntimeOptions.pollBetweenRuns`: by default when runs come back
+ * to back). A worker that finished a run
  * sets `listening` (before it replies) and polls the word for a while:
  * waking a worker parked in its event loop costs 0.05-0.6 ms on a virtual
  * machine, as much as a small pipeline's whole run. The main thread calls
@@ -59,6 +66,33 @@ export const IDLE_WORKERS = (1024 - IDLE_OFFSET) / 4;
  * first wins.
  */
 export const Idle = { away: 0, listening: 1, run: 2, released: 3 } as const;
+
+/**
+ * With `pollBetweenRuns: "auto"`, the longest gap between runs after which
+ * a worker polls for the next, and the longest it polls (milliseconds).
+ */
+export const AUTO_POLL_CAP_MS = 2;
+
+/** With `pollBetweenRuns: "auto"`: a gap of g ms polls for 3g + `AUTO_POLL_SLACK_MS`. */
+const AUTO_POLL_FACTOR = 3;
+const AUTO_POLL_SLACK_MS = 0.25;
+
+/**
+ * How long to poll after a run under `pollBetweenRuns: "auto"`, given the
+ * gap in milliseconds between this worker's reply to the previous run and
+ * the call (or message) that started this one, and the cap. Runs back to
+ * back leave gaps of a few tenths of a millisecond (the main thread
+ * taking the reply and starting the next run), so three times the gap
+ * catches the next call with room for jitter; a gap longer than the cap
+ * means the caller runs now and then, and waking by message then costs
+ * less than the CPU a poll would burn. A poll that misses costs one wake,
+ * and the gap that wake measures sets the next poll: the length adapts
+ * from run to run.
+ */
+export function autoPollMs(gapMs: number, capMs: number): number {
+  if (!(gapMs <= capMs)) return 0;
+  return Math.min(capMs, AUTO_POLL_FACTOR * gapMs + AUTO_POLL_SLACK_MS);
+}
 
 /** The idle words of `memory` (see `Idle`), indexed by worker. */
 export function idleWords(memory: WebAssembly.Memory): Int32Array {
@@ -108,8 +142,10 @@ export function alignUp(value: number, align: number): number {
 export interface RunControl {
   runId: number;
   helpers: number;
-  /** How long the workers poll for the next run afterwards (see `Idle`). */
+  /** How long the workers poll for the next run afterwards (see `Idle`); with `pollAuto`, at most. */
   pollMicros: number;
+  /** Whether each worker adapts its polling to the gaps between runs. */
+  pollAuto: boolean;
 }
 
 /**
@@ -122,6 +158,7 @@ export function resetControl(memory: WebAssembly.Memory, run: RunControl): void 
   Atomics.store(control, Control.runId, run.runId);
   Atomics.store(control, Control.helpers, run.helpers);
   Atomics.store(control, Control.pollMicros, run.pollMicros);
+  Atomics.store(control, Control.pollAuto, run.pollAuto ? 1 : 0);
 }
 
 /** What the layout needs to know about one buffer of a run. */

@@ -14,6 +14,7 @@ import {
   type PlainImage,
 } from "./images.js";
 import {
+  AUTO_POLL_CAP_MS,
   MAX_MEMORY_BYTES,
   PAGE_BYTES,
   TRAP_STATUS,
@@ -61,18 +62,27 @@ export interface RuntimeOptions {
    */
   workerBaseUrl?: URL | string;
   /**
-   * Milliseconds (at most 1000) the execution workers keep polling after a
-   * run on shared memory, so that the next run of the same pipeline starts
-   * without waking them (a message, 0.05-0.6 ms on a virtual machine, and
-   * a core that went idle). For runs back to back (frames of a video, a
-   * batch of images): on a 2-core virtual machine, 2 threads, a 5x5
-   * gaussian of 3072x2048 u16 pixels took 1.96-2.16 ms per run instead of
-   * 2.13-2.54 ms (`bench/poll-ab.mjs`). The cost
-   * is up to this much CPU time per worker after every run, taken from
-   * whatever else wants the cores (the page's own work, other runtimes).
-   * Defaults to 0: workers go back to sleep at once.
+   * How long the execution workers keep polling after a run on shared
+   * memory, so that the next run of the same pipeline starts without
+   * waking them (waking a worker by message costs 0.05-0.6 ms on a
+   * virtual machine, and more when its core went idle): a number of
+   * milliseconds from 0 to 1000, or "auto" (the default).
+   *
+   * "auto" polls only when runs come back to back (frames of a video, a
+   * batch of images): each worker measures the gap between its reply to a
+   * run and the call to the next, and after a gap of at most
+   * `AUTO_POLL_CAP_MS` (2 ms) polls for three times that gap plus a
+   * quarter of a millisecond, at most 2 ms. A caller that runs now and
+   * then (a slider, a frame every 16 ms after a run of 5) never makes the
+   * workers poll, and the last run of a batch costs at most 2 ms of CPU
+   * per worker. A fixed number polls that long after every run: on a 2-core
+   * virtual machine, 2 threads, a 5x5 gaussian of 3072x2048 u16 pixels
+   * took 1.96-2.16 ms per run polling 1 ms, 2.13-2.54 ms not polling
+   * (`bench/poll-ab.mjs`); its cost is up to that much CPU time per worker
+   * after every run, taken from whatever else wants the cores. 0 never
+   * polls: workers go back to sleep at once.
    */
-  pollBetweenRuns?: number;
+  pollBetweenRuns?: number | "auto";
 }
 
 /** Options of `Runtime.compile`. */
@@ -175,8 +185,9 @@ export interface RunStats {
   inputBytesPerThread?: number[];
   /**
    * Shared memory: how many of the run's workers were still polling after
-   * the previous run (`RuntimeOptions.pollBetweenRuns`) and were called
-   * through shared memory rather than by a message. Absent otherwise.
+   * the previous run (`RuntimeOptions.pollBetweenRuns`; by default only
+   * after runs back to back) and were called through shared memory rather
+   * than by a message. Absent otherwise.
    */
   workersCalled?: number;
 }
@@ -265,9 +276,11 @@ export async function createRuntime(options: RuntimeOptions = {}): Promise<Runti
   if (!Number.isInteger(requested) || requested < 1) {
     throw new RangeError(`threads must be a positive integer, got ${options.threads}`);
   }
-  const poll = options.pollBetweenRuns ?? 0;
-  if (typeof poll !== "number" || !(poll >= 0 && poll <= 1000)) {
-    throw new RangeError(`pollBetweenRuns must be a number of milliseconds from 0 to 1000, got ${options.pollBetweenRuns}`);
+  const poll = options.pollBetweenRuns ?? "auto";
+  if (poll !== "auto" && (typeof poll !== "number" || !(poll >= 0 && poll <= 1000))) {
+    throw new RangeError(
+      `pollBetweenRuns must be "auto" or a number of milliseconds from 0 to 1000, got ${options.pollBetweenRuns}`,
+    );
   }
   const shared = options.sharedMemory !== false && sharedMemoryAvailable();
   const mode: ExecutionMode = requested === 1 ? "single" : shared ? "threads" : "tiles";
@@ -301,8 +314,11 @@ export class Runtime {
   readonly sharedMemory: boolean;
   /** Whether generated code uses SIMD128. */
   readonly simd: boolean;
-  /** `RuntimeOptions.pollBetweenRuns`: milliseconds workers poll after a run on shared memory. */
-  readonly pollBetweenRuns: number;
+  /**
+   * `RuntimeOptions.pollBetweenRuns`: milliseconds workers poll after a run
+   * on shared memory, or "auto" (only when runs come back to back).
+   */
+  readonly pollBetweenRuns: number | "auto";
   private readonly baseUrl: URL;
   private compiler: Promise<WorkerHandle> | null = null;
   private compilerGeneration = 0;
@@ -329,7 +345,7 @@ export class Runtime {
     sharedMemory: boolean,
     simd: boolean,
     baseUrl: URL,
-    pollBetweenRuns = 0,
+    pollBetweenRuns: number | "auto" = "auto",
   ) {
     this.threads = threads;
     this.pollBetweenRuns = pollBetweenRuns;
@@ -1032,7 +1048,13 @@ export class Pipeline {
     // thread may write the control block, arguments and inputs.
     const runId = nextRunId++;
     const helpers = pool.size - 1;
-    resetControl(memory, { runId, helpers, pollMicros: Math.round(this.runtime.pollBetweenRuns * 1000) });
+    const poll = this.runtime.pollBetweenRuns;
+    resetControl(memory, {
+      runId,
+      helpers,
+      pollMicros: Math.round((poll === "auto" ? AUTO_POLL_CAP_MS : poll) * 1000),
+      pollAuto: poll === "auto",
+    });
     writeArguments(memory, this.abi, prepared.buffers, layout, prepared.params);
     const bytes = new Uint8Array(memory.buffer);
     prepared.buffers.forEach((buffer, i) => {
@@ -1055,7 +1077,7 @@ export class Pipeline {
     if (pool.call(0, memory)) workersCalled++;
     else pool.post(0, { type: "run-in-place", runId, pipelineId: this.id, helpers, worker: 0 });
     const [reply, ...helperReplies] = await Promise.all([done, ...left]);
-    if (this.runtime.pollBetweenRuns > 0) {
+    if (poll !== 0) {
       for (let i = 0; i <= helpers; i++) pool.mayListen(i, memory);
     }
     const executed = this.checkReply(reply, helperReplies);

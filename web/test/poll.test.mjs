@@ -3,10 +3,12 @@
 // of the same pipeline calls them through shared memory instead of by
 // message. Runs must give the pixels they give without polling, whatever
 // comes between them: another pipeline, a compile, a failed run, an abort.
+// By default ("auto") a worker polls only after a short gap between runs.
 
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { createRuntime } from "../dist/index.js";
+import { AUTO_POLL_CAP_MS, autoPollMs } from "../dist/layout.js";
 import { BLUR_U16 } from "./helpers.mjs";
 
 // The blur of helpers.mjs: a W x H input gives (W - 2) x (H - 2).
@@ -53,14 +55,64 @@ async function reference(source, input, params) {
 }
 
 describe("polling between runs", () => {
-  test("pollBetweenRuns must be a number of milliseconds from 0 to 1000", async () => {
-    for (const bad of [-1, 1001, Number.NaN, "1", Infinity]) {
+  test('pollBetweenRuns must be "auto" (the default) or a number of milliseconds from 0 to 1000', async () => {
+    for (const bad of [-1, 1001, Number.NaN, "1", "Auto", Infinity]) {
       await assert.rejects(createRuntime({ threads: 1, pollBetweenRuns: bad }), (e) => {
         assert.ok(e instanceof RangeError, String(e));
-        assert.match(e.message, /pollBetweenRuns must be a number of milliseconds from 0 to 1000/);
+        assert.match(e.message, /pollBetweenRuns must be "auto" or a number of milliseconds from 0 to 1000/);
         return true;
       });
     }
+    await withRuntime({ threads: 1 }, async (runtime) => assert.equal(runtime.pollBetweenRuns, "auto"));
+    await withRuntime({ threads: 1, pollBetweenRuns: 0 }, async (runtime) => assert.equal(runtime.pollBetweenRuns, 0));
+  });
+
+  test('"auto" polls three times the gap between runs plus a quarter millisecond, up to the cap, and not at all after a longer gap', () => {
+    assert.equal(AUTO_POLL_CAP_MS, 2);
+    assert.equal(autoPollMs(0, 2), 0.25);
+    assert.equal(autoPollMs(0.1, 2), 0.55);
+    assert.equal(autoPollMs(0.5, 2), 1.75);
+    assert.equal(autoPollMs(1, 2), 2);
+    assert.equal(autoPollMs(2, 2), 2);
+    // The caller runs now and then, or this is the worker's first run.
+    assert.equal(autoPollMs(2.01, 2), 0);
+    assert.equal(autoPollMs(Infinity, 2), 0);
+    assert.equal(autoPollMs(Number.NaN, 2), 0);
+  });
+
+  for (const threads of [1, 2]) {
+    test(`${threads} thread(s), "auto": runs back to back call the workers through shared memory, a run after a pause wakes them by message, and every run is right`, async () => {
+      await withRuntime({ threads }, async (runtime) => {
+        const pipeline = await runtime.compile(BLUR);
+        const input = image(160, 96, 8);
+        const want = await reference(BLUR, input);
+        const called = [];
+        for (let i = 0; i < 40; i++) {
+          const result = await runBlur(pipeline, input);
+          assert.deepEqual(Array.from(result.outputs.out.data), want);
+          called.push(result.stats.workersCalled);
+        }
+        // The first run woke the workers by message and measured no gap.
+        assert.equal(called[0], 0);
+        // Back to back the gaps are far below the cap: on a loaded machine
+        // a poll may miss now and then, but not forty times over.
+        assert.ok(called.some((n) => n === threads), `workers called: ${called.join(" ")}`);
+        // A pause far longer than any poll: the workers went back to their
+        // event loops and take a message.
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        const later = await runBlur(pipeline, input);
+        assert.equal(later.stats.workersCalled, 0);
+        assert.deepEqual(Array.from(later.outputs.out.data), want);
+      });
+    });
+  }
+
+  test("pollBetweenRuns: 0 never polls", async () => {
+    await withRuntime({ threads: 2, pollBetweenRuns: 0 }, async (runtime) => {
+      const pipeline = await runtime.compile(BLUR);
+      const input = image(100, 60, 9);
+      for (let i = 0; i < 10; i++) assert.equal((await runBlur(pipeline, input)).stats.workersCalled, 0);
+    });
   });
 
   for (const threads of [1, 2, 3]) {
