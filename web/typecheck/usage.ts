@@ -40,9 +40,11 @@ export async function demo(canvas: HTMLCanvasElement, photo: ImageData): Promise
   frame.data.set(photo.data.subarray(0, frame.data.length));
   await pipeline.run({ inputs: { photo: frame }, into: { out: shown.data } });
   const inPlace: boolean = frame.resident && shown.type === "u8";
-  // Frames back to back: workers poll 1 ms between runs.
+  // Workers poll 1 ms after every run, or (the default) only when runs come back to back.
   const frames = await createRuntime({ threads: 2, pollBetweenRuns: 1 });
-  const polled: number = frames.pollBetweenRuns;
+  const polled: number | "auto" = frames.pollBetweenRuns;
+  const adaptive = await createRuntime({ pollBetweenRuns: "auto" });
+  adaptive.dispose();
   const called: number | undefined = result.stats.workersCalled;
   frames.dispose();
   await Promise.all([frame.release(), shown.release()]);
