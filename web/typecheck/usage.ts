@@ -58,5 +58,5 @@ export async function demo(canvas: HTMLCanvasElement, photo: ImageData): Promise
   runtime.dispose();
   // total = execute + marshal + overhead: the split benchmarks report.
   const { execute, marshal, overhead }: { execute: number; marshal: number; overhead: number } = result.timings;
-  return mode === "threads" && inPlace ? execute + marshal + overhead + pipeline.timings.engineCompile + polled + (called ?? 0) : out.width;
+  return mode === "threads" && inPlace ? execute + marshal + overhead + pipeline.timings.engineCompile + (polled === "auto" ? 0 : polled) + (called ?? 0) : out.width;
 }
