@@ -5,7 +5,9 @@
 // (the generated code), `marshal` (copying pixels in and out) and
 // `overhead` (messages, waking helpers). Runs of the runtimes alternate, so
 // the load of a shared machine weighs on every configuration alike and the
-// ratios of one run can be compared. Medians, the best run (min), and the
+// ratios of one run can be compared; the paired speed-up is the median of
+// the ratios of runs taken one after the other, steadier still when the
+// machine's speed drifts during the run. Medians, the best run (min), and the
 // median CPU time of the whole process per run (all threads: on a loaded
 // machine two threads may get no more CPU than one, which this shows).
 //
@@ -17,6 +19,11 @@
 //   the output in the pipeline's memory, `Pipeline.allocateImage`: no
 //   copies; a runtime without shared memory copies them anyway)
 //   [--size WxH] (default 3072x2048)
+//   [--back-to-back K] (each configuration runs K times in a row before the
+//   next, the first of each K not counted: a caller running frames or a
+//   batch, whose workers poll between runs by default; without it runs of
+//   the configurations alternate one by one, the workers never poll, and
+//   each run pays their wake-up)
 //   [--baseline DIR] (also run every configuration on the runtime built in
 //   DIR, a copy of web/ with its dist/ and pkg/, alternating with this
 //   build's runs: an A/B of two builds under the same load)
@@ -79,6 +86,8 @@ const configs = (configsAt > 0 ? process.argv[configsAt + 1] : "1,2,1p").split("
 const KEYS = ["total", "execute", "marshal", "copyIn", "copyOut", "overhead"];
 const reuseOutputs = process.argv.includes("--into");
 const resident = process.argv.includes("--resident");
+const backToBackAt = process.argv.indexOf("--back-to-back");
+const backToBack = backToBackAt > 0 ? Number(process.argv[backToBackAt + 1]) : 1;
 const median = (values) => {
   const v = [...values].sort((a, b) => a - b);
   return v.length % 2 ? v[v.length >> 1] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
@@ -137,10 +146,13 @@ for (const workload of workloads) {
     setups.push({ build, config, runtime, pipeline, request, times: Object.fromEntries(KEYS.map((k) => [k, []])), cpu: [] });
   }
   for (let r = 0; r < RUNS; r++) {
-    for (const setup of setups) {
+    for (const setup of setups) for (let k = 0; k < backToBack; k++) {
       const cpuBefore = process.cpuUsage();
       const { timings } = await setup.pipeline.run(setup.request);
       const cpu = process.cpuUsage(cpuBefore);
+      // In a block of runs back to back the first follows the other
+      // configurations' runs, as every run does without --back-to-back.
+      if (backToBack > 1 && k === 0) continue;
       setup.cpu.push((cpu.user + cpu.system) / 1000);
       // Builds before marshal and overhead existed: derive them.
       const marshal = timings.marshal ?? timings.copyIn + timings.copyOut;
@@ -161,6 +173,11 @@ for (const workload of workloads) {
       cpu: median(setup.cpu),
       speedupTotal: median(base.times.total) / m.total,
       speedupExecute: median(base.times.execute) / m.execute,
+      // Runs of all configurations alternate, so run r of each saw the
+      // same phase of a machine whose speed drifts: the median of the
+      // per-run ratios is steadier than the ratio of the medians.
+      pairedTotal: median(base.times.total.map((t, r) => t / setup.times.total[r])),
+      pairedExecute: median(base.times.execute.map((t, r) => t / setup.times.execute[r])),
     });
     setup.runtime.dispose();
   }
@@ -169,6 +186,7 @@ for (const workload of workloads) {
 const f = (x) => x.toFixed(2);
 console.log(
   `node ${process.version}, ${availableParallelism()} cores, ${RUNS} alternating runs per configuration, ` +
+    (backToBack > 1 ? `blocks of ${backToBack} runs back to back (the first not counted), ` : "") +
     (resident
       ? "input and output resident in the pipeline's memory (no copies)"
       : reuseOutputs
@@ -180,11 +198,11 @@ console.log(
   `2-thread speed-up of a plain integer loop on this machine (calibration): ${f(calibrationBefore)} before, ${f(await calibrate())} after`,
 );
 console.log(
-  "| workload | configuration | total ms | execute ms | marshal ms (in + out) | overhead ms | min total | min execute | CPU ms (all threads) | x 1 thread (total) | x 1 thread (execute) |",
+  "| workload | configuration | total ms | execute ms | marshal ms (in + out) | overhead ms | min total | min execute | CPU ms (all threads) | x 1 thread (total) | x 1 thread (execute) | x 1 thread, paired (total / execute) |",
 );
-console.log("|---|---|---|---|---|---|---|---|---|---|---|");
+console.log("|---|---|---|---|---|---|---|---|---|---|---|---|");
 for (const r of rows) {
   console.log(
-    `| ${r.workload} | ${r.config} | ${f(r.total)} | ${f(r.execute)} | ${f(r.marshal)} (${f(r.copyIn)} + ${f(r.copyOut)}) | ${f(r.overhead)} | ${f(r.minTotal)} | ${f(r.minExecute)} | ${f(r.cpu)} | ${f(r.speedupTotal)} | ${f(r.speedupExecute)} |`,
+    `| ${r.workload} | ${r.config} | ${f(r.total)} | ${f(r.execute)} | ${f(r.marshal)} (${f(r.copyIn)} + ${f(r.copyOut)}) | ${f(r.overhead)} | ${f(r.minTotal)} | ${f(r.minExecute)} | ${f(r.cpu)} | ${f(r.speedupTotal)} | ${f(r.speedupExecute)} | ${f(r.pairedTotal)} / ${f(r.pairedExecute)} |`,
   );
 }

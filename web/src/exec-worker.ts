@@ -21,6 +21,7 @@
 
 import {
   ARGS_OFFSET,
+  AUTO_PARK_MS,
   autoPollMs,
   CONTROL_OFFSET,
   Control,
@@ -390,38 +391,60 @@ function query(request: Extract<ExecRequest, { type: "query" }>): void {
  */
 let lastReply = -Infinity;
 
-/**
- * When the run asked for polling afterwards, marks this worker as
- * listening for the next run of `loaded` (see `Idle` in layout.ts) and
- * returns for how many milliseconds; it must be called before the worker
- * replies. `gapMs` is how long this worker waited between its last reply
- * and this run (see `autoPollMs`). Zero where it cannot listen (a memory
- * that is not shared, or a worker without an idle word).
- */
-function listen(loaded: Loaded, worker: number, gapMs: number): number {
-  if (!(loaded.memory.buffer instanceof SharedArrayBuffer) || worker >= IDLE_WORKERS) return 0;
-  const ctl = control(loaded);
-  const capMs = Atomics.load(ctl, Control.pollMicros) / 1000;
-  const pollMs = Atomics.load(ctl, Control.pollAuto) !== 0 ? autoPollMs(gapMs, capMs) : capMs;
-  if (pollMs > 0) Atomics.store(idleWords(loaded.memory), worker, Idle.listening);
-  return pollMs;
+/** How long a worker listens for the next run after one: spinning, then parked. */
+interface Listening {
+  spinMs: number;
+  /** Until this long after the reply, parked in `Atomics.wait` on the idle word. */
+  parkMs: number;
 }
 
 /**
- * Polls this worker's idle word for `pollMs` after `listen`. Returns the
- * run the main thread called it to (its id from the control block), or
- * null when the time is up or the main thread released the worker.
+ * When the run asked for it, marks this worker as listening for the next
+ * run of `loaded` (see `Idle` in layout.ts) and says how; it must be
+ * called before the worker replies. `gapMs` is how long this worker waited
+ * between its last reply and this run (see `autoPollMs`). Null where it
+ * does not listen (no polling asked, a memory that is not shared, or a
+ * worker without an idle word).
  */
-function nextRun(loaded: Loaded, worker: number, pollMs: number): number | null {
+function listen(loaded: Loaded, worker: number, gapMs: number): Listening | null {
+  if (!(loaded.memory.buffer instanceof SharedArrayBuffer) || worker >= IDLE_WORKERS) return null;
+  const ctl = control(loaded);
+  const capMs = Atomics.load(ctl, Control.pollMicros) / 1000;
+  const auto = Atomics.load(ctl, Control.pollAuto) !== 0;
+  const listening = auto
+    ? { spinMs: autoPollMs(gapMs, capMs), parkMs: AUTO_PARK_MS }
+    : { spinMs: capMs, parkMs: 0 };
+  if (listening.spinMs <= 0 && listening.parkMs <= 0) return null;
+  Atomics.store(idleWords(loaded.memory), worker, Idle.listening);
+  return listening;
+}
+
+/**
+ * Listens on this worker's idle word after `listen`: polls it for
+ * `spinMs`, then sleeps on it (`Atomics.wait`, no CPU) until `parkMs`
+ * after the start; the main thread notifies the word when it changes it.
+ * Returns the run the main thread called it to (its id from the control
+ * block), or null when the time is up or the main thread released the
+ * worker.
+ */
+function nextRun(loaded: Loaded, worker: number, { spinMs, parkMs }: Listening): number | null {
   const idle = idleWords(loaded.memory);
-  const spinUntil = performance.now() + pollMs;
-  let state: number = Idle.listening;
+  const started = performance.now();
+  let state: number = Atomics.load(idle, worker);
   for (let polls = 1; state === Idle.listening; polls++) {
+    // Reading the clock costs more than a poll: look at it now and then.
+    if ((polls & 255) === 0 && performance.now() - started > spinMs) break;
     state = Atomics.load(idle, worker);
-    if ((polls & 255) === 0 && state === Idle.listening && performance.now() > spinUntil) {
+  }
+  while (state === Idle.listening) {
+    const left = started + parkMs - performance.now();
+    if (left <= 0) {
       state = Atomics.compareExchange(idle, worker, Idle.listening, Idle.away);
       if (state === Idle.listening) return null;
+      break;
     }
+    Atomics.wait(idle, worker, Idle.listening, left);
+    state = Atomics.load(idle, worker);
   }
   Atomics.store(idle, worker, Idle.away);
   return state === Idle.run ? Atomics.load(control(loaded), Control.runId) : null;
@@ -443,7 +466,7 @@ function runInPlace(request: Extract<ExecRequest, { type: "run-in-place" }>): vo
       return;
     }
     const executed = execute(loaded, helpers);
-    const pollMs = listen(loaded, request.worker, gapMs);
+    const listening = listen(loaded, request.worker, gapMs);
     lastReply = performance.now();
     reply({
       type: "done",
@@ -455,7 +478,7 @@ function runInPlace(request: Extract<ExecRequest, { type: "run-in-place" }>): vo
       iterations: loaded.iterations,
       timings: { copyIn: 0, execute: executed.execute, copyOut: 0 },
     });
-    runId = pollMs > 0 ? nextRun(loaded, request.worker, pollMs) : null;
+    runId = listening ? nextRun(loaded, request.worker, listening) : null;
     if (runId !== null) {
       helpers = Atomics.load(control(loaded), Control.helpers);
       gapMs = performance.now() - lastReply;
@@ -474,10 +497,10 @@ function join(request: Extract<ExecRequest, { type: "join" }>): void {
       loaded.iterations = 0;
       helpLoop(loaded);
     }
-    const pollMs = loaded ? listen(loaded, request.worker, gapMs) : 0;
+    const listening = loaded ? listen(loaded, request.worker, gapMs) : null;
     lastReply = performance.now();
     reply({ type: "left", runId, trap: loaded?.trap ?? null, iterations: loaded?.iterations ?? 0 });
-    runId = loaded && pollMs > 0 ? nextRun(loaded, request.worker, pollMs) : null;
+    runId = loaded && listening ? nextRun(loaded, request.worker, listening) : null;
     gapMs = performance.now() - lastReply;
   }
 }

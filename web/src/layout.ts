@@ -53,17 +53,17 @@ export const IDLE_OFFSET = 256;
 export const IDLE_WORKERS = (1024 - IDLE_OFFSET) / 4;
 
 /**
- * The states of a worker's idle word, used when the workers poll between
- * runs (`RuntimeOptions.pollBetweenRuns`: by default when runs come back
- * to back). A worker that finished a run
- * sets `listening` (before it replies) and polls the word for a while:
- * waking a worker parked in its event loop costs 0.05-0.6 ms on a virtual
- * machine, as much as a small pipeline's whole run. The main thread calls
- * it to the next run of the same pipeline by swapping `listening` for
- * `run` (the run's id and helpers in the control block), or sends it back
- * to its event loop with `released` before posting it any message. A
- * worker that stops polling swaps `listening` for `away`; whoever swaps
- * first wins.
+ * The states of a worker's idle word, through which a worker that finished
+ * a run on shared memory listens for the next (`RuntimeOptions.
+ * pollBetweenRuns`). It sets `listening` before it replies, then polls the
+ * word and/or sleeps on it (`Atomics.wait`) for a while: waking a worker
+ * whose event loop went idle costs 0.05-0.6 ms on a virtual machine, as
+ * much as a small pipeline's whole run. The main thread calls it to the
+ * next run of the same pipeline by swapping `listening` for `run` (the
+ * run's id and helpers in the control block), or sends it back to its
+ * event loop with `released` before posting it any message, and notifies
+ * the word either way. A worker that stops listening swaps `listening`
+ * for `away`; whoever swaps first wins.
  */
 export const Idle = { away: 0, listening: 1, run: 2, released: 3 } as const;
 
@@ -72,6 +72,16 @@ export const Idle = { away: 0, listening: 1, run: 2, released: 3 } as const;
  * a worker polls for the next, and the longest it polls (milliseconds).
  */
 export const AUTO_POLL_CAP_MS = 2;
+
+/**
+ * With `pollBetweenRuns: "auto"`, how long after a run a worker listens
+ * for the next on its idle word (milliseconds): after its poll, if any, it
+ * sleeps there in `Atomics.wait`, which costs no CPU, and the main thread
+ * wakes it with `Atomics.notify` (cheaper than a message through its event
+ * loop); then it goes back to its event loop. Messages to a parked worker
+ * release it first (see `Pool.post`).
+ */
+export const AUTO_PARK_MS = 50;
 
 /** With `pollBetweenRuns: "auto"`: a gap of g ms polls for 3g + `AUTO_POLL_SLACK_MS`. */
 const AUTO_POLL_FACTOR = 3;

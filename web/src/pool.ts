@@ -87,7 +87,10 @@ export class Pool {
     const memory = this.idleIn[worker];
     if (memory) {
       this.idleIn[worker] = null;
-      Atomics.compareExchange(idleWords(memory), worker, Idle.listening, Idle.released);
+      const idle = idleWords(memory);
+      if (Atomics.compareExchange(idle, worker, Idle.listening, Idle.released) === Idle.listening) {
+        Atomics.notify(idle, worker);
+      }
     }
     this.workers[worker].post(request, transfer);
   }
@@ -105,7 +108,11 @@ export class Pool {
     if (this.broken) throw this.broken;
     if (this.idleIn[worker] !== memory) return false;
     this.idleIn[worker] = null;
-    return Atomics.compareExchange(idleWords(memory), worker, Idle.listening, Idle.run) === Idle.listening;
+    const idle = idleWords(memory);
+    if (Atomics.compareExchange(idle, worker, Idle.listening, Idle.run) !== Idle.listening) return false;
+    // It may be polling or asleep on the word (see `Idle`).
+    Atomics.notify(idle, worker);
+    return true;
   }
 
   /** Marks the pool broken, rejects every waiter, and stops the workers. */

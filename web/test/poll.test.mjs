@@ -3,7 +3,8 @@
 // of the same pipeline calls them through shared memory instead of by
 // message. Runs must give the pixels they give without polling, whatever
 // comes between them: another pipeline, a compile, a failed run, an abort.
-// By default ("auto") a worker polls only after a short gap between runs.
+// By default ("auto") a worker sleeps on shared memory for a while after a
+// run (no CPU), and polls first only after a short gap between runs.
 
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
@@ -81,7 +82,7 @@ describe("polling between runs", () => {
   });
 
   for (const threads of [1, 2]) {
-    test(`${threads} thread(s), "auto": runs back to back call the workers through shared memory, a run after a pause wakes them by message, and every run is right`, async () => {
+    test(`${threads} thread(s), "auto": runs back to back call the workers through shared memory, so does a run after a short pause, a run after a long one wakes them by message, and every run is right`, async () => {
       await withRuntime({ threads }, async (runtime) => {
         const pipeline = await runtime.compile(BLUR);
         const input = image(160, 96, 8);
@@ -97,8 +98,19 @@ describe("polling between runs", () => {
         // Back to back the gaps are far below the cap: on a loaded machine
         // a poll may miss now and then, but not forty times over.
         assert.ok(called.some((n) => n === threads), `workers called: ${called.join(" ")}`);
-        // A pause far longer than any poll: the workers went back to their
-        // event loops and take a message.
+        // A pause longer than any poll but within the sleep on shared
+        // memory: the next run wakes them there. A loaded machine may
+        // delay the timer past the sleep now and then, not five times.
+        const afterShortPause = [];
+        for (let i = 0; i < 5; i++) {
+          await new Promise((resolve) => setTimeout(resolve, 10));
+          const result = await runBlur(pipeline, input);
+          assert.deepEqual(Array.from(result.outputs.out.data), want);
+          afterShortPause.push(result.stats.workersCalled);
+        }
+        assert.ok(afterShortPause.includes(threads), `workers called after 10 ms: ${afterShortPause.join(" ")}`);
+        // A pause far longer than the sleep: the workers went back to
+        // their event loops and take a message.
         await new Promise((resolve) => setTimeout(resolve, 200));
         const later = await runBlur(pipeline, input);
         assert.equal(later.stats.workersCalled, 0);
