@@ -16,6 +16,9 @@ tasks:
           in web/ when scripts/build-web.sh has built it. --quick: about 1
           minute instead of about 2-3. --only: run the sections whose name
           contains NAME (roofline, js, halide, opencv, vips, photon, argent).
+          A full run then measures Argent against Halide and OpenCV.js again
+          in pairs of adjacent blocks (bench/halide-ab.mjs,
+          bench/library-ab.mjs; about 2 minutes more).
   help    this text";
 
 fn main() -> ExitCode {
@@ -95,7 +98,22 @@ fn bench(args: &[String]) -> Result<(), String> {
         .arg(bench_dir.join("results"))
         .args(args)
         .current_dir(&bench_dir);
-    run(&mut node)
+    run(&mut node)?;
+
+    // 6. The issue's ratios against Halide and OpenCV.js again, measured in
+    //    pairs of adjacent blocks (the sections above run minutes apart, and
+    //    this machine's speed drifts). Full runs only: they take about two
+    //    minutes.
+    let partial = args.iter().any(|a| a == "--only" || a == "--quick");
+    if !partial && root.join("web").join("dist").exists() {
+        for script in ["halide-ab.mjs", "library-ab.mjs"] {
+            println!("\n{script}: paired blocks");
+            run(Command::new("node")
+                .arg(bench_dir.join(script))
+                .current_dir(&bench_dir))?;
+        }
+    }
+    Ok(())
 }
 
 /// Compiles the Halide pipelines of bench/halide/gen.py to wasm objects and
