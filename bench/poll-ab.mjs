@@ -9,10 +9,11 @@
 //
 // Usage (after scripts/build-web.sh):
 //   node bench/poll-ab.mjs [--threads N] [--poll MS|auto] [--blocks N] [--runs N]
-//     [--size WxH] [--channels C] PIPELINE.ag ...
+//     [--size WxH] [--channels C] [--gap MS] PIPELINE.ag ...
 // Defaults: 2 threads, "auto" (the runtime's default), 8 blocks of 10
 // runs, 3072x2048, 3 channels (a 2-D input ignores --channels). The
-// runtime that does not poll sets pollBetweenRuns: 0.
+// runtime that does not poll sets pollBetweenRuns: 0. --gap waits that
+// many milliseconds before each run: a caller that runs now and then.
 import { readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -29,10 +30,14 @@ const blocks = Number(option("--blocks", "8"));
 const runsPerBlock = Number(option("--runs", "10"));
 const [W, H] = option("--size", "3072x2048").split("x").map(Number);
 const channels = Number(option("--channels", "3"));
+const gapMs = Number(option("--gap", "0"));
 if (files.length === 0) throw new Error("usage: node bench/poll-ab.mjs [options] PIPELINE.ag ...");
 
 const median = (v) => [...v].sort((a, b) => a - b)[v.length >> 1];
-console.log(`${W}x${H}, ${threads} thread(s), resident images, ${blocks} blocks of ${runsPerBlock} runs back to back (ms, medians):`);
+console.log(
+  `${W}x${H}, ${threads} thread(s), resident images, ${blocks} blocks of ${runsPerBlock} runs ` +
+    `${gapMs > 0 ? `${gapMs} ms apart` : "back to back"} (ms, medians):`,
+);
 for (const file of files) {
   const source = readFileSync(file, "utf8");
   const setups = [];
@@ -55,6 +60,7 @@ for (const file of files) {
     for (let block = 0; block < blocks; block++) {
       for (const setup of setups) {
         for (let run = 0; run <= runsPerBlock; run++) {
+          if (gapMs > 0) await new Promise((resolve) => setTimeout(resolve, gapMs));
           const cpu = process.cpuUsage();
           const started = performance.now();
           const result = await setup.pipeline.run(setup.request);

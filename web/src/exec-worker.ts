@@ -411,8 +411,9 @@ function listen(loaded: Loaded, worker: number, gapMs: number): Listening | null
   const ctl = control(loaded);
   const capMs = Atomics.load(ctl, Control.pollMicros) / 1000;
   const auto = Atomics.load(ctl, Control.pollAuto) !== 0;
+  const spins = worker < Atomics.load(ctl, Control.pollSpinners);
   const listening = auto
-    ? { spinMs: autoPollMs(gapMs, capMs), parkMs: AUTO_PARK_MS }
+    ? { spinMs: spins ? autoPollMs(gapMs, capMs) : 0, parkMs: AUTO_PARK_MS }
     : { spinMs: capMs, parkMs: 0 };
   if (listening.spinMs <= 0 && listening.parkMs <= 0) return null;
   Atomics.store(idleWords(loaded.memory), worker, Idle.listening);

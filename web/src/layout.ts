@@ -39,6 +39,12 @@ export const Control = {
    * runs (`pollBetweenRuns: "auto"`, see `autoPollMs` in exec-worker.ts).
    */
   pollAuto: 14,
+  /**
+   * With `pollAuto`: workers below this index may poll; the others only
+   * sleep on their idle word, so that polling workers leave the main
+   * thread a core (see `RunControl.pollSpinners`).
+   */
+  pollSpinners: 15,
   words: 16,
 } as const;
 
@@ -156,6 +162,13 @@ export interface RunControl {
   pollMicros: number;
   /** Whether each worker adapts its polling to the gaps between runs. */
   pollAuto: boolean;
+  /**
+   * With `pollAuto`, how many workers may poll (the first ones): one fewer
+   * than the cores, since the main thread needs one to start the next
+   * run, and a pool as large as the machine polling on every core would
+   * take it.
+   */
+  pollSpinners: number;
 }
 
 /**
@@ -169,6 +182,7 @@ export function resetControl(memory: WebAssembly.Memory, run: RunControl): void 
   Atomics.store(control, Control.helpers, run.helpers);
   Atomics.store(control, Control.pollMicros, run.pollMicros);
   Atomics.store(control, Control.pollAuto, run.pollAuto ? 1 : 0);
+  Atomics.store(control, Control.pollSpinners, run.pollSpinners);
 }
 
 /** What the layout needs to know about one buffer of a run. */

@@ -276,7 +276,8 @@ function isTemplate(value: unknown): value is TemplateStringsArray {
 
 /** Creates a runtime: one compiler worker plus a pool of execution workers. */
 export async function createRuntime(options: RuntimeOptions = {}): Promise<Runtime> {
-  const requested = options.threads ?? (await defaultThreadCount());
+  const cores = await defaultThreadCount();
+  const requested = options.threads ?? cores;
   if (!Number.isInteger(requested) || requested < 1) {
     throw new RangeError(`threads must be a positive integer, got ${options.threads}`);
   }
@@ -295,7 +296,7 @@ export async function createRuntime(options: RuntimeOptions = {}): Promise<Runti
         ? "one thread requested"
         : `no SharedArrayBuffer (the page is not cross-origin isolated): the output is split into strips computed by ${requested} workers, each in its own memory`;
   const base = new URL(options.workerBaseUrl?.toString() ?? "./", import.meta.url);
-  const runtime = new Runtime(requested, mode, reason, shared, options.simd !== false && simdAvailable(), base, poll);
+  const runtime = new Runtime(requested, mode, reason, shared, options.simd !== false && simdAvailable(), base, poll, cores);
   // Start loading the compiler now so the first compile does not wait for
   // it; a failure here surfaces from that compile.
   runtime.warmUp();
@@ -324,6 +325,8 @@ export class Runtime {
    */
   readonly pollBetweenRuns: number | "auto";
   private readonly baseUrl: URL;
+  /** @internal The machine's cores (`pollBetweenRuns: "auto"` polls on one fewer). */
+  readonly cores: number;
   private compiler: Promise<WorkerHandle> | null = null;
   private compilerGeneration = 0;
   /** Compile and check requests made so far (a warm-up waits for none). */
@@ -350,8 +353,10 @@ export class Runtime {
     simd: boolean,
     baseUrl: URL,
     pollBetweenRuns: number | "auto" = "auto",
+    cores = 1,
   ) {
     this.threads = threads;
+    this.cores = cores;
     this.pollBetweenRuns = pollBetweenRuns;
     this.mode = mode;
     this.modeReason = modeReason;
@@ -1058,6 +1063,7 @@ export class Pipeline {
       helpers,
       pollMicros: Math.round((poll === "auto" ? AUTO_POLL_CAP_MS : poll) * 1000),
       pollAuto: poll === "auto",
+      pollSpinners: Math.max(0, this.runtime.cores - 1),
     });
     writeArguments(memory, this.abi, prepared.buffers, layout, prepared.params);
     const bytes = new Uint8Array(memory.buffer);
