@@ -71,15 +71,16 @@ export interface RuntimeOptions {
    *
    * "auto": each worker sleeps on a word of shared memory (`Atomics.wait`,
    * no CPU) for 50 ms after a run, and the next run wakes it with
-   * `Atomics.notify`; a 64x64 blur run every 5 ms took 0.29 ms instead of
-   * 0.36 on 1 thread (0.32 against 0.38 on 2). When runs come back to back
-   * it first polls: each worker measures the gap between its reply to a
-   * run and the call to the next, and after a gap of at most 2 ms polls
-   * for three times that gap plus a quarter of a millisecond (at most
-   * 2 ms) before it sleeps; back to back that 64x64 blur took 0.085 ms
-   * instead of 0.106 on 1 thread (0.108 against 0.163 on 2). A caller that
-   * runs now and then never makes the workers poll, and the last run of a
-   * batch costs at most 2 ms of CPU per worker.
+   * `Atomics.notify` instead of a message. When runs come back to back the
+   * workers poll first (one fewer than the cores, so that the main thread
+   * keeps one): each measures the gap between its reply to a run and the
+   * call to the next, and after a gap of at most 2 ms polls for three
+   * times that gap plus a quarter of a millisecond (at most 2 ms) before
+   * it sleeps. Back to back on a 2-core virtual machine a 64x64 blur took
+   * 0.080 ms a run instead of 0.106 on 1 thread, and a 3072x2048 u16
+   * gaussian 2.44 ms instead of 2.70 on 2 (`bench/poll-ab.mjs`). A caller
+   * that runs now and then never makes the workers poll, and the last run
+   * of a batch costs at most 2 ms of CPU per polling worker.
    *
    * A number polls that long after every run, whatever the gaps: its cost
    * is up to that much CPU time per worker after every run, taken from
