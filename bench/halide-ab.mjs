@@ -24,6 +24,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { commandLine } from "./args.mjs";
 import { loadHalide } from "./halide-module.mjs";
+import { median, pairedBlocks, quartiles } from "./paired.mjs";
 import { noisePixels } from "./pixels.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -60,22 +61,6 @@ const workloads = [
   { name: "bilateral grid", module: "halide_bilateral_grid", file: "examples/bilateral_grid.ag", size: [1536, 1024, 3], bits: 8, halideDims: interleaved, ArrayType: Uint8Array, pixelBits: 8, args: [0.1], params: { r_sigma: 0.1 } },
 ].filter((w) => !only || only.includes(w.name));
 
-const median = (values) => {
-  const v = [...values].sort((a, b) => a - b);
-  return v.length % 2 ? v[v.length >> 1] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
-};
-const quartiles = (values) => {
-  const v = [...values].sort((a, b) => a - b);
-  return [v[Math.floor((v.length - 1) / 4)], v[Math.ceil((3 * (v.length - 1)) / 4)]];
-};
-
-/** Median of `runs` timings that `once` returns (ms). */
-async function block(once, runs) {
-  const times = [];
-  for (let i = 0; i < runs; i++) times.push(await once());
-  return median(times);
-}
-
 console.log(`node ${process.version}, load ${loadavg().map((l) => l.toFixed(2)).join(" ")}; ${blocks} pairs of blocks; ratio = Argent execute / Halide call, block medians`);
 console.log("| workload | Halide ms | Argent ms | ratio median | ratio quartiles |");
 console.log("|---|---|---|---|---|");
@@ -110,19 +95,8 @@ try {
     const request = { inputs: { [pipeline.inputs[0].name]: residentIn }, params: w.params, into: { [outputDescription.name]: residentOut.data } };
     const argentOnce = async () => (await pipeline.run(request)).timings.execute;
 
-    const runs = w.runs ?? runsPerBlock;
-    await block(halideOnce, runs);
-    await block(argentOnce, runs);
-    const halide = [];
-    const ours = [];
-    const ratios = [];
-    for (let b = 0; b < blocks; b++) {
-      const a = await block(halideOnce, runs);
-      const o = await block(argentOnce, runs);
-      halide.push(a);
-      ours.push(o);
-      ratios.push(o / a);
-    }
+    const { first: halide, second: ours } = await pairedBlocks(halideOnce, argentOnce, { blocks, runs: w.runs ?? runsPerBlock });
+    const ratios = ours.map((o, b) => o / halide[b]);
     const [q1, q3] = quartiles(ratios);
     console.log(`| ${w.name} | ${median(halide).toFixed(2)} | ${median(ours).toFixed(2)} | **${median(ratios).toFixed(2)}x** | ${q1.toFixed(2)}-${q3.toFixed(2)}x |`);
     pipeline.dispose();

@@ -23,6 +23,7 @@ import { availableParallelism, loadavg } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { commandLine } from "./args.mjs";
+import { median, pairedBlocks, quartiles, wallTime } from "./paired.mjs";
 import { noisePixels } from "./pixels.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -70,27 +71,6 @@ const workloads = [
   },
 ];
 
-const median = (values) => {
-  const v = [...values].sort((a, b) => a - b);
-  return v.length % 2 ? v[v.length >> 1] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
-};
-/** The 25th and 75th percentiles. */
-const quartiles = (values) => {
-  const v = [...values].sort((a, b) => a - b);
-  return [v[Math.floor((v.length - 1) / 4)], v[Math.ceil((3 * (v.length - 1)) / 4)]];
-};
-
-/** Times `runs` calls of `fn` back to back; returns their median (ms). */
-async function block(fn) {
-  const times = [];
-  for (let i = 0; i < runsPerBlock; i++) {
-    const started = performance.now();
-    await fn();
-    times.push(performance.now() - started);
-  }
-  return median(times);
-}
-
 console.log(
   `node ${process.version}, ${availableParallelism()} cores, load ${loadavg().map((l) => l.toFixed(2)).join(" ")}; ` +
     `${blocks} pairs of blocks of ${runsPerBlock} runs; ratio = library block median / Argent block median`,
@@ -107,20 +87,12 @@ for (const workload of workloads) {
       const output = await pipeline.allocateImage(pipeline.outputs[0].name, { width: W, height: H, channels: 1 });
       input.data.set(pixels);
       const request = { inputs: { [pipeline.inputs[0].name]: input }, into: { [pipeline.outputs[0].name]: output.data } };
-      const run = () => pipeline.run(request);
-      // Warm-up: V8 optimises OpenCV.js's code, Argent's workers load.
-      await block(workload.call);
-      await block(run);
-      const library = [];
-      const ours = [];
-      const ratios = [];
-      for (let b = 0; b < blocks; b++) {
-        const l = await block(workload.call);
-        const a = await block(run);
-        library.push(l);
-        ours.push(a);
-        ratios.push(l / a);
-      }
+      const { first: library, second: ours } = await pairedBlocks(
+        () => wallTime(workload.call),
+        () => wallTime(() => pipeline.run(request)),
+        { blocks, runs: runsPerBlock },
+      );
+      const ratios = library.map((l, b) => l / ours[b]);
       const [q1, q3] = quartiles(ratios);
       console.log(
         `| ${workload.name} | ${workload.library} | Argent ${threads} thread${threads > 1 ? "s" : ""} (${runtime.mode}, resident) | ` +
