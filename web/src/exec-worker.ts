@@ -5,11 +5,12 @@
 // arguments straight into the memory and reads the outputs from it, so
 // the driver gets a message of a few words ("run-in-place"); on a memory
 // of its own the driver also lays out the buffers and copies the
-// (transferred) inputs in and the outputs out ("run"). When runs come
-// back to back (or always, with a fixed `RuntimeOptions.pollBetweenRuns`),
-// a worker that finished a run on shared memory polls its idle word for a
-// while, and the next run of the same pipeline calls it there instead of
-// by message (see `Idle` in layout.ts and `autoPollMs` there).
+// (transferred) inputs in and the outputs out ("run"). A worker that
+// finished a run on shared memory listens on its idle word for a while
+// (`RuntimeOptions.pollBetweenRuns`: by default asleep in `Atomics.wait`,
+// polling first when runs come back to back), and the next run of the
+// same pipeline calls it there instead of by message (see `Idle` and
+// `autoPollMs` in layout.ts).
 //
 // The parallel_for protocol follows argent-wasm's crate docs: the caller
 // publishes a job in a control block in shared memory, bumps a generation

@@ -36,7 +36,8 @@ export const Control = {
   pollMicros: 13,
   /**
    * 1: each worker picks how long it polls from the gaps it sees between
-   * runs (`pollBetweenRuns: "auto"`, see `autoPollMs` in exec-worker.ts).
+   * runs (`pollBetweenRuns: "auto"`, see `autoPollMs`), and sleeps on its
+   * idle word for `AUTO_PARK_MS` after the run.
    */
   pollAuto: 14,
   /**
@@ -100,10 +101,10 @@ const AUTO_POLL_SLACK_MS = 0.25;
  * back leave gaps of a few tenths of a millisecond (the main thread
  * taking the reply and starting the next run), so three times the gap
  * catches the next call with room for jitter; a gap longer than the cap
- * means the caller runs now and then, and waking by message then costs
- * less than the CPU a poll would burn. A poll that misses costs one wake,
- * and the gap that wake measures sets the next poll: the length adapts
- * from run to run.
+ * means the caller runs now and then, and waking the worker from its
+ * sleep on the idle word (or by message) then costs less than the CPU a
+ * poll would burn. A poll that misses costs one wake, and the gap that
+ * wake measures sets the next poll: the length adapts from run to run.
  */
 export function autoPollMs(gapMs: number, capMs: number): number {
   if (!(gapMs <= capMs)) return 0;

@@ -189,10 +189,11 @@ export interface RunStats {
    */
   inputBytesPerThread?: number[];
   /**
-   * Shared memory: how many of the run's workers were still polling after
-   * the previous run (`RuntimeOptions.pollBetweenRuns`; by default only
-   * after runs back to back) and were called through shared memory rather
-   * than by a message. Absent otherwise.
+   * Shared memory: how many of the run's workers were still listening
+   * after the previous run (`RuntimeOptions.pollBetweenRuns`; by default
+   * asleep on shared memory for 50 ms, or polling after runs back to back)
+   * and were called through shared memory rather than by a message.
+   * Absent otherwise.
    */
   workersCalled?: number;
 }
