@@ -583,8 +583,10 @@ if (argentBuilt) {
     for (const threads of [...new Set([1, cores])]) {
       const runtime = await argent.createRuntime({ threads });
       // Runs back to back, as the libraries' calls are timed, with the
-      // workers polling between runs (`pollBetweenRuns`): the figure for a
-      // caller that runs frame after frame. Created when first needed: a
+      // workers polling a fixed 1 ms after every run (`pollBetweenRuns`;
+      // the rows of `runtime` have the default, "auto", which polls after
+      // short gaps between runs on one fewer workers than the cores, and
+      // sleeps on shared memory otherwise). Created when first needed: a
       // new runtime's compiler warms up in the background (about 2 s of a
       // core) until its first compile, which would slow what runs meanwhile.
       let polling = null;
