@@ -34,6 +34,7 @@ import { openSync, readFileSync, readSync, writeSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
+import { loadHalide } from "./halide-module.mjs";
 import { rawModule } from "./raw-module.mjs";
 
 const repo = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -70,11 +71,8 @@ function counters(command) {
 const rawArgent = () => rawModule(pipeline, W, H, 2);
 const counted = (on) => counters(on ? "enable" : "disable");
 
-/** Halide's blur (schedule `halideSchedule`) with bench/run.mjs's loader, taken from its source. */
+/** Halide's blur (schedule `halideSchedule`) with bench/run.mjs's loader. */
 async function rawHalide() {
-  const bench = readFileSync(join(repo, "bench", "run.mjs"), "utf8");
-  const source = bench.slice(bench.indexOf("async function loadHalide"), bench.indexOf("function check(status"));
-  const loadHalide = new Function("readFileSync", `return ${source}`)(readFileSync);
   const h = await loadHalide(join(repo, "bench", "build", `halide_blur_${halideSchedule}.wasm`));
   const dims = [{ min: 0, extent: W, stride: 1 }, { min: 0, extent: H, stride: W }];
   const inBuf = h.buffer(1, 16, dims);

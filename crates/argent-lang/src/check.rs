@@ -13,7 +13,8 @@ use argent_ir::{
     BinOp, Expr, Func, FuncOrigin, Input, Param, Pipeline, RDom, RVar, Span, Type, UnaryOp, Update,
     buffer_field,
 };
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::BTreeSet;
+use argent_ir::fast_hash::{FastHashMap as HashMap, FastHashSet as HashSet};
 
 /// Inline reductions (Halide's `sum(e)` over the rvars `e` uses).
 const REDUCTIONS: [&str; 6] = ["sum", "minimum", "maximum", "product", "argmin", "argmax"];
@@ -127,13 +128,13 @@ pub(crate) struct BorderInfo {
 pub fn check_program(program: &ast::Program, diags: &mut Vec<Diagnostic>) -> Pipeline {
     let mut c = Checker {
         diags,
-        globals: HashMap::new(),
-        global_spans: HashMap::new(),
-        func_names: HashSet::new(),
-        sigs: HashMap::new(),
-        built: HashMap::new(),
-        generated: HashMap::new(),
-        gen_counter: HashMap::new(),
+        globals: HashMap::default(),
+        global_spans: HashMap::default(),
+        func_names: HashSet::default(),
+        sigs: HashMap::default(),
+        built: HashMap::default(),
+        generated: HashMap::default(),
+        gen_counter: HashMap::default(),
         inputs: Vec::new(),
         params: Vec::new(),
         borders: Vec::new(),
@@ -238,7 +239,7 @@ impl<'d> Checker<'d> {
         }
 
         let mut decls: Vec<(String, Decl)> = Vec::new();
-        let mut decl_index: HashMap<String, usize> = HashMap::new();
+        let mut decl_index: HashMap<String, usize> = HashMap::default();
         let mut outputs: Vec<ast::Ident> = Vec::new();
         let mut schedule: Option<&ast::ScheduleBlock> = None;
 
@@ -379,7 +380,7 @@ impl<'d> Checker<'d> {
     }
 
     fn outputs(&mut self, names: &[ast::Ident], pipeline: &mut Pipeline, program: &ast::Program) {
-        let mut seen = HashSet::new();
+        let mut seen = HashSet::default();
         for n in names {
             if !seen.insert(n.name.clone()) {
                 self.error(
@@ -459,7 +460,7 @@ impl<'d> Checker<'d> {
             );
             return self.mark_broken(name);
         }
-        let mut seen = HashSet::new();
+        let mut seen = HashSet::default();
         for d in dims {
             if !seen.insert(&d.name) {
                 self.error(
@@ -869,7 +870,7 @@ impl<'d> Checker<'d> {
             return;
         }
         let mut ok = true;
-        let mut seen: HashMap<Vec<BorderCoord>, Span> = HashMap::new();
+        let mut seen: HashMap<Vec<BorderCoord>, Span> = HashMap::default();
         let mut arms: Vec<(usize, Expr, Expr)> = Vec::new();
         let vars: Vec<Expr> = info.dims.iter().map(|d| Expr::var_i32(d.clone())).collect();
         let field = |f: &str, d: usize| Expr::var_i32(buffer_field(&source.name, f, d));
@@ -2920,7 +2921,7 @@ pub(crate) fn const_value(e: &Expr) -> Option<f64> {
 /// Whether `from` can reach `to` along call edges (iterative DFS).
 fn reaches(from: usize, to: usize, edges: &[Vec<(usize, Span)>]) -> bool {
     let mut stack = vec![from];
-    let mut seen = HashSet::new();
+    let mut seen = HashSet::default();
     while let Some(i) = stack.pop() {
         if i == to {
             return true;

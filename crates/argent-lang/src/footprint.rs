@@ -15,7 +15,7 @@ use crate::check::BorderInfo;
 use crate::diag::Diagnostic;
 use argent_ir::visit::{Visitor, walk_expr};
 use argent_ir::{BinOp, CallTarget, Expr, ExprKind, Intrinsic, Pipeline};
-use std::collections::{HashMap, HashSet};
+use argent_ir::fast_hash::{FastHashMap as HashMap, FastHashSet as HashSet};
 
 type Interval = (i64, i64);
 
@@ -58,15 +58,15 @@ pub(crate) fn check_borders(p: &Pipeline, borders: &[BorderInfo], diags: &mut Ve
     }
     // Offsets each func is read at, relative to the output grid, and who
     // read it with an unprovable coordinate.
-    let mut reads: HashMap<String, Footprint> = HashMap::new();
-    let mut unprovable: HashMap<String, String> = HashMap::new();
+    let mut reads: HashMap<String, Footprint> = HashMap::default();
+    let mut unprovable: HashMap<String, String> = HashMap::default();
     // The exact offsets read, while they are few and all constant: a
     // cross-shaped stencil then needs no corner rules.
-    let mut points: HashMap<String, Option<HashSet<Vec<i64>>>> = HashMap::new();
+    let mut points: HashMap<String, Option<HashSet<Vec<i64>>>> = HashMap::default();
     for o in &p.outputs {
         if let Some(f) = p.func(o) {
             reads.insert(o.clone(), vec![Some((0, 0)); f.args.len()]);
-            points.insert(o.clone(), Some(HashSet::from([vec![0; f.args.len()]])));
+            points.insert(o.clone(), Some(HashSet::from_iter([vec![0; f.args.len()]])));
         }
     }
     // Callers come after callees in `funcs`, so walk it backwards.
@@ -76,7 +76,7 @@ pub(crate) fn check_borders(p: &Pipeline, borders: &[BorderInfo], diags: &mut Ve
         };
         let f_points = points.get(&f.name).cloned().flatten();
         let mut defs: Vec<(&Expr, Vec<&Expr>, Env)> = Vec::new();
-        let mut env: Env = HashMap::new();
+        let mut env: Env = HashMap::default();
         for (a, i) in f.args.iter().zip(&fp) {
             env.insert(a.clone(), *i);
         }
@@ -124,7 +124,7 @@ pub(crate) fn check_borders(p: &Pipeline, borders: &[BorderInfo], diags: &mut Ve
                     Some(new) => {
                         let slot = points
                             .entry(callee.clone())
-                            .or_insert_with(|| Some(HashSet::new()));
+                            .or_insert_with(|| Some(HashSet::default()));
                         if let Some(set) = slot {
                             set.extend(new);
                             if set.len() > MAX_POINTS {

@@ -10,7 +10,7 @@ use argent_ir::{
     CallTarget, Directive, DirectiveKind, Expr, ExprKind as IrKind, Pipeline, Schedule, Span,
     StageRef, TailStrategy, Type,
 };
-use std::collections::{HashMap, HashSet};
+use argent_ir::fast_hash::{FastHashMap as HashMap, FastHashSet as HashSet};
 
 /// The directives, with how many arguments each takes (variables first,
 /// then expressions) for the error messages.
@@ -79,8 +79,8 @@ pub fn check_schedule(
     let mut c = Checker {
         pipeline,
         diags,
-        vars: HashMap::new(),
-        all_vars: HashMap::new(),
+        vars: HashMap::default(),
+        all_vars: HashMap::default(),
         declared,
     };
     for f in &pipeline.funcs {
@@ -172,7 +172,7 @@ pub fn check_schedule(
     // compute_at/store_at name loops of the consumer, which its own
     // directives (anywhere in the block) may introduce.
     let callers = callers_of(pipeline);
-    let mut bad = HashSet::new();
+    let mut bad = HashSet::default();
     for (i, cons_span, var_span) in deferred {
         let d = &directives[i];
         let (consumer, var) = match &d.kind {
@@ -234,7 +234,7 @@ fn callers_of(p: &Pipeline) -> HashMap<String, HashSet<String>> {
     p.funcs
         .iter()
         .map(|f| {
-            let mut v = Calls(HashSet::new());
+            let mut v = Calls(HashSet::default());
             v.visit_expr(&f.value);
             for u in &f.updates {
                 v.visit_expr(&u.value);
@@ -252,7 +252,7 @@ fn uses_transitively(
     producer: &str,
 ) -> bool {
     let mut stack = vec![consumer.to_string()];
-    let mut seen = HashSet::new();
+    let mut seen = HashSet::default();
     while let Some(f) = stack.pop() {
         if !seen.insert(f.clone()) {
             continue;

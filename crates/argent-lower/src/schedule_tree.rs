@@ -31,7 +31,8 @@ use argent_ir::{
     BinOp, CallTarget, Directive, DirectiveKind, Expr, ExprKind, ForKind, Pipeline, StageRef,
     TailStrategy,
 };
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
+use argent_ir::fast_hash::FastHashMap as HashMap;
 use std::fmt;
 
 /// One loop dimension of a stage (a band member).
@@ -911,7 +912,7 @@ fn loops_list(b: &StageBand) -> String {
 /// sinks the filter of `blur_x.s0` under member `y.yo`.
 pub fn build(pipeline: &Pipeline) -> Result<ScheduleTree, ScheduleError> {
     let pipeline = rfactor::apply_rfactors(pipeline)?;
-    let mut const_bounds: HashMap<String, HashMap<String, i64>> = HashMap::new();
+    let mut const_bounds: HashMap<String, HashMap<String, i64>> = HashMap::default();
     for d in &pipeline.schedule.directives {
         if let DirectiveKind::Bound { var, extent, .. } = &d.kind {
             if let Some(e) = crate::arith::const_int(extent) {
@@ -925,7 +926,7 @@ pub fn build(pipeline: &Pipeline) -> Result<ScheduleTree, ScheduleError> {
     let mut builder = Builder {
         pipeline: &pipeline,
         bands: Vec::new(),
-        retired: HashMap::new(),
+        retired: HashMap::default(),
         const_bounds,
     };
     for f in &pipeline.funcs {
@@ -965,7 +966,7 @@ fn effective_calls(
     pipeline: &Pipeline,
     inlined: &BTreeSet<String>,
 ) -> HashMap<(String, usize), BTreeSet<String>> {
-    let mut direct_of_func: HashMap<String, BTreeSet<String>> = HashMap::new();
+    let mut direct_of_func: HashMap<String, BTreeSet<String>> = HashMap::default();
     for f in &pipeline.funcs {
         let mut all = BTreeSet::new();
         for s in 0..=f.updates.len() {
@@ -973,7 +974,7 @@ fn effective_calls(
         }
         direct_of_func.insert(f.name.clone(), all);
     }
-    let mut out = HashMap::new();
+    let mut out = HashMap::default();
     for f in &pipeline.funcs {
         for s in 0..=f.updates.len() {
             let mut seen = BTreeSet::new();
@@ -1024,8 +1025,8 @@ fn resolve_call_schedule(
             }
         })
         .collect();
-    let mut store_set: HashMap<String, &Directive> = HashMap::new();
-    let mut compute_dir: HashMap<String, &Directive> = HashMap::new();
+    let mut store_set: HashMap<String, &Directive> = HashMap::default();
+    let mut compute_dir: HashMap<String, &Directive> = HashMap::default();
     let band_of = |f: &str, s: usize| bands.iter().find(|b| b.func == f && b.stage == s);
     for d in &pipeline.schedule.directives {
         let Some(fi) = pipeline.funcs.iter().position(|f| f.name == d.func) else {

@@ -11,7 +11,7 @@ use argent_arith::{Interval, Scope};
 use argent_ir::TailStrategy;
 use argent_ir::visit::{Mutator, expr_uses_var, mutate_stmt_children, substitute};
 use argent_ir::{Expr, ExprKind, ForKind, Stmt};
-use std::collections::HashMap;
+use argent_ir::fast_hash::FastHashMap as HashMap;
 
 fn free_vars(e: &Expr, out: &mut Vec<String>) {
     struct V<'a>(&'a mut Vec<String>);
@@ -184,14 +184,14 @@ impl Slider<'_> {
     /// pyramid's levels): each let is expanded once and simplified, so
     /// the chain does not grow with every link.
     fn expand(&self, e: &Expr) -> Expr {
-        let mut memo = HashMap::new();
+        let mut memo = HashMap::default();
         self.expand_below(e, self.lets.len(), &mut memo)
     }
 
     fn expand_below(&self, e: &Expr, upto: usize, memo: &mut HashMap<usize, Expr>) -> Expr {
         let mut free = Vec::new();
         free_vars(e, &mut free);
-        let mut map = HashMap::new();
+        let mut map = HashMap::default();
         for name in free {
             let Some(i) = self.lets[..upto].iter().rposition(|(n, _)| *n == name) else {
                 continue;

@@ -14,7 +14,8 @@ use argent_ir::visit::{
     Mutator, Visitor, mutate_expr_children, mutate_stmt_children, substitute, walk_expr,
 };
 use argent_ir::{CallTarget, Expr, ExprKind, ForKind, Func, Pipeline, Stmt, TailStrategy};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
+use argent_ir::fast_hash::FastHashMap as HashMap;
 
 /// Substitute every inlined func into the definitions of the others.
 /// Call arguments that are not plain variables or constants are bound by
@@ -257,7 +258,7 @@ pub fn stage_loop_nest(f: &Func, band: &StageBand) -> Result<Stmt, LowerError> {
         };
     }
     // (min, extent) of every loop, keyed by full dim name.
-    let mut ranges: HashMap<String, (Expr, Expr)> = HashMap::new();
+    let mut ranges: HashMap<String, (Expr, Expr)> = HashMap::default();
     for v in pure.iter().chain(&rvars) {
         let (lo, hi) = (
             var(format!("{prefix}{v}.min")),

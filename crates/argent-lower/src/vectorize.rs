@@ -23,7 +23,7 @@
 use argent_arith::expr_eq;
 use argent_ir::visit::{Mutator, Visitor, mutate_stmt_children, walk_expr, walk_stmt};
 use argent_ir::{CallTarget, Expr, ExprKind, ForKind, Intrinsic, Stmt};
-use std::collections::HashMap;
+use argent_ir::fast_hash::FastHashMap as HashMap;
 
 /// Vectorise every `ForKind::Vectorized` loop of `s` whose extent is a
 /// constant; the others become serial loops.
@@ -78,9 +78,9 @@ impl Mutator for Vectorizer {
             var: var.clone(),
             ramp: Expr::ramp(min.clone(), argent_ir::Expr::i32(1), lanes as u16),
             lanes: lanes as u16,
-            vector_names: HashMap::new(),
+            vector_names: HashMap::default(),
             widened: Vec::new(),
-            vector_values: HashMap::new(),
+            vector_values: HashMap::default(),
         };
         match w.stmt(&body) {
             // Left for the `simplify` pass after `specialize_strides`, which
