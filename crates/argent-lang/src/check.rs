@@ -8,13 +8,13 @@ use crate::ast::{self, AssignOp, BinaryOp, BorderCoord, ExprKind, Stmt, WindowDi
 use crate::boundary;
 use crate::diag::Diagnostic;
 use crate::types::{self, Lit, TypeError, Typed};
+use argent_ir::fast_hash::{FastHashMap as HashMap, FastHashSet as HashSet};
 use argent_ir::visit::expr_uses_var;
 use argent_ir::{
     BinOp, Expr, Func, FuncOrigin, Input, Param, Pipeline, RDom, RVar, Span, Type, UnaryOp, Update,
     buffer_field,
 };
 use std::collections::BTreeSet;
-use argent_ir::fast_hash::{FastHashMap as HashMap, FastHashSet as HashSet};
 
 /// Inline reductions (Halide's `sum(e)` over the rvars `e` uses).
 const REDUCTIONS: [&str; 6] = ["sum", "minimum", "maximum", "product", "argmin", "argmax"];

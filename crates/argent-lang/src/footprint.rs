@@ -13,9 +13,9 @@
 use crate::ast::BorderCoord;
 use crate::check::BorderInfo;
 use crate::diag::Diagnostic;
+use argent_ir::fast_hash::{FastHashMap as HashMap, FastHashSet as HashSet};
 use argent_ir::visit::{Visitor, walk_expr};
 use argent_ir::{BinOp, CallTarget, Expr, ExprKind, Intrinsic, Pipeline};
-use argent_ir::fast_hash::{FastHashMap as HashMap, FastHashSet as HashSet};
 
 type Interval = (i64, i64);
 

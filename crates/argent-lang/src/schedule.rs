@@ -5,12 +5,12 @@
 
 use crate::ast::{self, ExprKind};
 use crate::diag::Diagnostic;
+use argent_ir::fast_hash::{FastHashMap as HashMap, FastHashSet as HashSet};
 use argent_ir::visit::{Visitor, walk_expr};
 use argent_ir::{
     CallTarget, Directive, DirectiveKind, Expr, ExprKind as IrKind, Pipeline, Schedule, Span,
     StageRef, TailStrategy, Type,
 };
-use argent_ir::fast_hash::{FastHashMap as HashMap, FastHashSet as HashSet};
 
 /// The directives, with how many arguments each takes (variables first,
 /// then expressions) for the error messages.

@@ -26,13 +26,13 @@
 
 use crate::error::{ScheduleError, ScheduleErrorCode as Code};
 use crate::rfactor;
+use argent_ir::fast_hash::FastHashMap as HashMap;
 use argent_ir::visit::{Visitor, walk_expr};
 use argent_ir::{
     BinOp, CallTarget, Directive, DirectiveKind, Expr, ExprKind, ForKind, Pipeline, StageRef,
     TailStrategy,
 };
 use std::collections::BTreeSet;
-use argent_ir::fast_hash::FastHashMap as HashMap;
 use std::fmt;
 
 /// One loop dimension of a stage (a band member).

@@ -9,9 +9,9 @@ use crate::schedule_tree::{Level, ScheduleTree, Transform};
 use argent_arith::simplify::simplify_in_scope;
 use argent_arith::{Interval, Scope};
 use argent_ir::TailStrategy;
+use argent_ir::fast_hash::FastHashMap as HashMap;
 use argent_ir::visit::{Mutator, expr_uses_var, mutate_stmt_children, substitute};
 use argent_ir::{Expr, ExprKind, ForKind, Stmt};
-use argent_ir::fast_hash::FastHashMap as HashMap;
 
 fn free_vars(e: &Expr, out: &mut Vec<String>) {
     struct V<'a>(&'a mut Vec<String>);

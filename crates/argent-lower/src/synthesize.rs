@@ -10,12 +10,12 @@
 use crate::arith::simplify;
 use crate::error::{LowerBug, LowerError};
 use crate::schedule_tree::{Level, ScheduleTree, StageBand, Transform};
+use argent_ir::fast_hash::FastHashMap as HashMap;
 use argent_ir::visit::{
     Mutator, Visitor, mutate_expr_children, mutate_stmt_children, substitute, walk_expr,
 };
 use argent_ir::{CallTarget, Expr, ExprKind, ForKind, Func, Pipeline, Stmt, TailStrategy};
 use std::collections::BTreeSet;
-use argent_ir::fast_hash::FastHashMap as HashMap;
 
 /// Substitute every inlined func into the definitions of the others.
 /// Call arguments that are not plain variables or constants are bound by

@@ -21,9 +21,9 @@
 //! ```
 
 use argent_arith::expr_eq;
+use argent_ir::fast_hash::FastHashMap as HashMap;
 use argent_ir::visit::{Mutator, Visitor, mutate_stmt_children, walk_expr, walk_stmt};
 use argent_ir::{CallTarget, Expr, ExprKind, ForKind, Intrinsic, Stmt};
-use argent_ir::fast_hash::FastHashMap as HashMap;
 
 /// Vectorise every `ForKind::Vectorized` loop of `s` whose extent is a
 /// constant; the others become serial loops.
