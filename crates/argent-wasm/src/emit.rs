@@ -665,13 +665,27 @@ impl<'c> FnBuilder<'c> {
     /// Pushes the byte address of `buf[index]` minus the returned constant
     /// offset (which the caller puts in the memarg).
     pub fn address(&mut self, buf: &BufBinding, index: &Expr) -> Result<u64, CodegenError> {
+        if let Some((pointer, offset)) = self.hoisted_pointer_address(buf, index) {
+            self.emit(I::LocalGet(pointer));
+            return Ok(offset);
+        }
         let (dynamic, offset) = split_constant_offset(index);
         let shift = log2_bytes(buf.ty);
-        if let Some(extra) = self.hoisted_address(&buf.name, &dynamic) {
-            return Ok(((offset as u64) << shift) + extra);
-        }
         self.push_byte_address(buf.base, &dynamic, shift)?;
         Ok((offset as u64) << shift)
+    }
+
+    /// When the address of `buf[index]` is a pointer hoisted out of the
+    /// enclosing loop (see `crate::hoist`), that local and the constant
+    /// byte offset from it, without emitting anything.
+    pub(crate) fn hoisted_pointer_address(
+        &self,
+        buf: &BufBinding,
+        index: &Expr,
+    ) -> Option<(u32, u64)> {
+        let (dynamic, offset) = split_constant_offset(index);
+        let (pointer, extra) = self.hoisted_pointer(&buf.name, &dynamic)?;
+        Some((pointer, ((offset as u64) << log2_bytes(buf.ty)) + extra))
     }
 
     /// Pushes `base + (index << shift)`: the byte address of element

@@ -554,20 +554,17 @@ impl FnBuilder<'_> {
         Ok(hoisted)
     }
 
-    /// Pushes the address of a hoisted access to `buffer` at index node
-    /// `dynamic`, if there is one.
-    /// Returns the byte offset to add to the pointer pushed (non-negative:
-    /// a memarg offset).
-    pub(crate) fn hoisted_address(&mut self, buffer: &str, dynamic: &Expr) -> Option<u64> {
+    /// The local holding the address of a hoisted access to `buffer` at
+    /// index node `dynamic`, if there is one, and the byte offset to add
+    /// to it (non-negative: a memarg offset).
+    pub(crate) fn hoisted_pointer(&self, buffer: &str, dynamic: &Expr) -> Option<(u32, u64)> {
         let key = node_key(dynamic);
         let h = self
             .hoisted_addresses
             .iter()
             .rev()
-            .find(|h| h.key == key && h.buffer == buffer)
-            .cloned()?;
-        self.emit(I::LocalGet(h.pointer));
-        Some(h.offset as u64)
+            .find(|h| h.key == key && h.buffer == buffer)?;
+        Some((h.pointer, h.offset as u64))
     }
 
     /// Advances the pointers of the addresses hoisted out of the loop

@@ -205,6 +205,10 @@ impl CachedVector {
 /// `FnBuilder::numbered_map2`); other entries hold 0 or a mask width.
 const VALUE_NUMBER: u8 = 250;
 
+/// The `key_bits` of vector cache entries that hold the bytes at a hoisted
+/// pointer (see `FnBuilder::pointer_load`).
+const POINTER_LOAD: u8 = 251;
+
 /// A register that identifies a binding: bindings made within one
 /// statement never share registers.
 pub(crate) fn binding_id(b: &Binding) -> u32 {
@@ -1726,6 +1730,29 @@ impl FnBuilder<'_> {
         let n = part_count(ty.lanes, elem_bits);
         let mut parts = Vec::new();
         match dense_or_strided(index) {
+            // Several registers at a pointer hoisted out of the loop: each
+            // 16 bytes at the pointer are loaded once per statement, so the
+            // taps of a stencil over wide vectors share the registers they
+            // overlap in (a 5-tap stencil of 8 x u32 reads x-2's second
+            // register where it reads x+2's first).
+            Some((base, 1))
+                if n >= 2
+                    && !buf.ty.is_bool()
+                    && self.vector_cache.is_some()
+                    && let Some((pointer, first)) = self.hoisted_pointer_address(&buf, &base) =>
+            {
+                for j in 0..n {
+                    let lanes_here = (ty.lanes as usize - j * per).min(per);
+                    let offset = first + (j * per * bytes) as u64;
+                    parts.push(self.pointer_load(
+                        buffer,
+                        buf.ty,
+                        pointer,
+                        offset,
+                        lanes_here * bytes,
+                    )?);
+                }
+            }
             Some((base, 1)) => {
                 let (addr, first) = self.base_address(&buf, &base, n)?;
                 for j in 0..n {
@@ -1800,6 +1827,56 @@ impl FnBuilder<'_> {
             lanes: ty.lanes,
         };
         self.finish_load(v, buf.ty, mask_bits)
+    }
+
+    /// A register holding the `bytes` (16, 8 or 4) at `pointer + offset` in
+    /// `buffer`, loaded by this statement once: later loads of the same
+    /// bytes reuse it until a store to `buffer` (see `vector_store_run`).
+    fn pointer_load(
+        &mut self,
+        buffer: &str,
+        elem: Type,
+        pointer: u32,
+        offset: u64,
+        bytes: usize,
+    ) -> VResult<u32> {
+        // A load of a name no variable has stands for these bytes; being a
+        // load of `buffer`, a store to `buffer` drops it.
+        let key = Expr::load(
+            elem,
+            buffer,
+            Expr::var(Type::I32, format!("%bytes.{pointer}.{offset}.{bytes}")),
+        );
+        if let Some(cache) = &self.vector_cache
+            && let Some(hit) = cache
+                .iter()
+                .rev()
+                .find(|c| c.key_bits == POINTER_LOAD && c.expr == key)
+        {
+            return Ok(hit.value.parts[0]);
+        }
+        self.emit(I::LocalGet(pointer));
+        self.emit(match bytes {
+            16 => I::V128Load(mem(offset, 0)),
+            8 => I::V128Load64Zero(mem(offset, 0)),
+            4 => I::V128Load32Zero(mem(offset, 0)),
+            _ => return Err(VErr::Unsupported),
+        });
+        let l = self.v128_local();
+        self.emit(I::LocalSet(l));
+        if let Some(cache) = &mut self.vector_cache {
+            cache.push(CachedVector {
+                expr: key,
+                key_bits: POINTER_LOAD,
+                value: VecVal {
+                    parts: vec![l],
+                    lane_bits: 8,
+                    lanes: 16,
+                },
+                deps: Some(Vec::new()),
+            });
+        }
+        Ok(l)
     }
 
     /// Loads a vector with vector indices: one load per lane straight into

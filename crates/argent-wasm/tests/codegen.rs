@@ -358,6 +358,46 @@ fn rgba_channel_load_is_four_loads_masked_and_narrowed() {
     );
 }
 
+/// A 5-tap stencil over 8 x u32 (two registers per vector): the taps at
+/// x and x+4 overlap in a whole register (the second of one is the first
+/// of the other), which is loaded once. Ten registers' worth of taps, nine
+/// loads, each at its own offset.
+#[test]
+fn overlapping_registers_of_wide_taps_are_loaded_once() {
+    let lanes = 8;
+    let base = x() * lanes as i64;
+    let tap = |k: i64| Expr::load(Type::U32, "in", dense(base.clone() + k, lanes));
+    let sum = (0..5).map(tap).reduce(Expr::add).unwrap();
+    let body = for_loop(
+        "x",
+        Expr::i32(0),
+        Expr::div(Expr::var_i32("out.extent.0"), Expr::i32(lanes as i64)),
+        ForKind::Vectorized,
+        store("out", dense(base.clone(), lanes), sum),
+    );
+    let module = module(
+        vec![
+            buffer("in", Type::U32, 1, BufferRole::Input),
+            buffer("out", Type::U32, 1, BufferRole::Output),
+        ],
+        vec![],
+        body,
+    );
+    let body = inner_loop(&wat(&module, CodegenOptions::default()));
+    let loads: Vec<&str> = body.lines().filter(|l| l.starts_with("v128.load")).collect();
+    expect![[r#"
+        v128.load align=1
+        v128.load offset=16 align=1
+        v128.load offset=4 align=1
+        v128.load offset=20 align=1
+        v128.load offset=8 align=1
+        v128.load offset=24 align=1
+        v128.load offset=12 align=1
+        v128.load offset=28 align=1
+        v128.load offset=32 align=1"#]]
+    .assert_eq(&loads.join("\n"));
+}
+
 #[test]
 fn saturating_narrow_of_a_shifted_value_is_one_narrow() {
     // `sat_u16(x >> 8)` on u32 lanes: the shift leaves the sign bit clear,
@@ -376,64 +416,60 @@ fn saturating_narrow_of_a_shifted_value_is_one_narrow() {
     check_inner_loop(
         &module,
         expect![[r#"
-        local.get 16
-        local.set 19
-        local.get 19
-        v128.load align=1
-        local.set 20
-        local.get 19
-        v128.load offset=16 align=1
-        local.set 21
-        local.get 17
-        local.set 22
-        local.get 22
-        v128.load align=1
-        local.set 23
-        local.get 22
-        v128.load offset=16 align=1
-        local.set 24
-        local.get 20
-        local.get 23
-        i32x4.add
-        local.set 25
-        local.get 21
-        local.get 24
-        i32x4.add
-        local.set 26
-        local.get 25
-        i32.const 8
-        i32x4.shr_u
-        local.set 27
-        local.get 26
-        i32.const 8
-        i32x4.shr_u
-        local.set 28
-        local.get 27
-        local.get 28
-        i16x8.narrow_i32x4_u
-        local.set 29
-        local.get 15
-        local.get 29
-        v128.store align=1
-        local.get 15
-        i32.const 16
-        i32.add
-        local.set 15
-        local.get 16
-        i32.const 32
-        i32.add
-        local.set 16
-        local.get 17
-        i32.const 32
-        i32.add
-        local.set 17
-        local.get 13
-        i32.const 1
-        i32.add
-        local.tee 13
-        local.get 14
-        i32.lt_s
-        br_if 0 (;@2;)"#]],
+            local.get 16
+            v128.load align=1
+            local.set 19
+            local.get 16
+            v128.load offset=16 align=1
+            local.set 20
+            local.get 17
+            v128.load align=1
+            local.set 21
+            local.get 17
+            v128.load offset=16 align=1
+            local.set 22
+            local.get 19
+            local.get 21
+            i32x4.add
+            local.set 23
+            local.get 20
+            local.get 22
+            i32x4.add
+            local.set 24
+            local.get 23
+            i32.const 8
+            i32x4.shr_u
+            local.set 25
+            local.get 24
+            i32.const 8
+            i32x4.shr_u
+            local.set 26
+            local.get 25
+            local.get 26
+            i16x8.narrow_i32x4_u
+            local.set 27
+            local.get 15
+            local.get 27
+            v128.store align=1
+            local.get 15
+            i32.const 16
+            i32.add
+            local.set 15
+            local.get 16
+            i32.const 32
+            i32.add
+            local.set 16
+            local.get 17
+            i32.const 32
+            i32.add
+            local.set 17
+            local.get 13
+            i32.const 1
+            i32.add
+            local.tee 13
+            local.get 14
+            i32.lt_s
+            br_if 0 (;@2;)"#]],
     );
 }
 
