@@ -384,7 +384,10 @@ fn overlapping_registers_of_wide_taps_are_loaded_once() {
         body,
     );
     let body = inner_loop(&wat(&module, CodegenOptions::default()));
-    let loads: Vec<&str> = body.lines().filter(|l| l.starts_with("v128.load")).collect();
+    let loads: Vec<&str> = body
+        .lines()
+        .filter(|l| l.starts_with("v128.load"))
+        .collect();
     expect![[r#"
         v128.load align=1
         v128.load offset=16 align=1
