@@ -227,7 +227,7 @@ fn scalar_worth_sharing(e: &Expr) -> bool {
 }
 
 /// Whether `e` loads from `buffer`.
-fn loads_from(e: &Expr, buffer: &str) -> bool {
+pub(crate) fn loads_from(e: &Expr, buffer: &str) -> bool {
     struct Finder<'a>(&'a str, bool);
     impl Visitor for Finder<'_> {
         fn visit_expr(&mut self, e: &Expr) {
@@ -1526,7 +1526,7 @@ impl<'c> FnBuilder<'c> {
                     }
                 }
                 if let Some(cache) = &mut self.vector_cache {
-                    cache.retain(|c| !loads_from(c.expr(), buffer));
+                    cache.retain(|c| !c.loads_from(buffer));
                 }
                 if let Some(cache) = &mut self.scalar_cache {
                     cache.retain(|(e, _, _)| !loads_from(e, buffer));

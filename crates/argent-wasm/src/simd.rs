@@ -181,33 +181,64 @@ struct Unclamped {
     first: Expr,
 }
 
-/// A vector value computed earlier in the current statement.
+/// A value computed earlier in the current statement.
 pub(crate) struct CachedVector {
-    expr: Expr,
-    /// The mask width for bool vectors, 0 otherwise.
-    key_bits: u8,
+    key: CacheKey,
     value: VecVal,
-    /// The variables `expr` mentions and the registers of their bindings
+    /// The variables the key mentions and the registers of their bindings
     /// when it was computed (`None`: not recorded; the entry is dropped when
     /// the innermost let scope around its computation ends).
     deps: Option<Vec<(String, Option<u32>)>>,
 }
 
-impl CachedVector {
-    /// The expression whose value is cached.
-    pub(crate) fn expr(&self) -> &Expr {
-        &self.expr
-    }
+/// What a vector cache entry holds the value of.
+#[derive(PartialEq)]
+enum CacheKey {
+    /// An expression, with the mask width for bool vectors (0 otherwise).
+    Expr { expr: Expr, mask_bits: u8 },
+    /// One instruction (its encoding) applied to these registers: values
+    /// numbered by how they were computed (see `FnBuilder::numbered_map2`).
+    Instruction {
+        opcode: Vec<u8>,
+        a: Vec<u32>,
+        b: Vec<u32>,
+    },
+    /// The byte offset `lane << shift` of one lane of `register` (see
+    /// `FnBuilder::lane_offset`).
+    LaneOffset {
+        register: u32,
+        lane: u16,
+        shift: i32,
+    },
+    /// The base address `buffer.base + (scalar << shift)` of gathers (see
+    /// `FnBuilder::gather_base`).
+    GatherBase {
+        buffer: String,
+        shift: i32,
+        scalar: Expr,
+    },
+    /// The `bytes` at `pointer + offset` in `buffer` (see
+    /// `FnBuilder::pointer_load`).
+    Bytes {
+        buffer: String,
+        pointer: u32,
+        offset: u64,
+        bytes: usize,
+    },
 }
 
-/// The `key_bits` of vector cache entries that number values by the
-/// instruction and operand registers that computed them (see
-/// `FnBuilder::numbered_map2`); other entries hold 0 or a mask width.
-const VALUE_NUMBER: u8 = 250;
-
-/// The `key_bits` of vector cache entries that hold the bytes at a hoisted
-/// pointer (see `FnBuilder::pointer_load`).
-const POINTER_LOAD: u8 = 251;
+impl CachedVector {
+    /// Whether the cached value was read from `buffer`, so that a store to
+    /// `buffer` makes it stale.
+    pub(crate) fn loads_from(&self, buffer: &str) -> bool {
+        match &self.key {
+            CacheKey::Expr { expr, .. } => crate::emit::loads_from(expr, buffer),
+            CacheKey::GatherBase { scalar, .. } => crate::emit::loads_from(scalar, buffer),
+            CacheKey::Bytes { buffer: b, .. } => b == buffer,
+            CacheKey::Instruction { .. } | CacheKey::LaneOffset { .. } => false,
+        }
+    }
+}
 
 /// A register that identifies a binding: bindings made within one
 /// statement never share registers.
@@ -600,8 +631,10 @@ impl FnBuilder<'_> {
         let deps = self.binding_deps(e);
         if let Some(cache) = &mut self.vector_cache {
             cache.push(CachedVector {
-                expr: e.clone(),
-                key_bits,
+                key: CacheKey::Expr {
+                    expr: e.clone(),
+                    mask_bits: key_bits,
+                },
                 value: value.clone(),
                 deps,
             });
@@ -696,12 +729,15 @@ impl FnBuilder<'_> {
             .iter()
             .rev()
             .find(|c| {
-                if c.key_bits != key_bits {
+                let CacheKey::Expr { expr, mask_bits } = &c.key else {
+                    return false;
+                };
+                if *mask_bits != key_bits {
                     return false;
                 }
                 match &c.deps {
-                    None => std::ptr::eq(c.expr.kind(), e.kind()) || c.expr == *e,
-                    Some(deps) => self.same_value(&c.expr, deps, e),
+                    None => std::ptr::eq(expr.kind(), e.kind()) || expr == e,
+                    Some(deps) => self.same_value(expr, deps, e),
                 }
             })
             .map(|c| c.value.clone())
@@ -1744,13 +1780,7 @@ impl FnBuilder<'_> {
                 for j in 0..n {
                     let lanes_here = (ty.lanes as usize - j * per).min(per);
                     let offset = first + (j * per * bytes) as u64;
-                    parts.push(self.pointer_load(
-                        buffer,
-                        buf.ty,
-                        pointer,
-                        offset,
-                        lanes_here * bytes,
-                    )?);
+                    parts.push(self.pointer_load(buffer, pointer, offset, lanes_here * bytes)?);
                 }
             }
             Some((base, 1)) => {
@@ -1835,23 +1865,18 @@ impl FnBuilder<'_> {
     fn pointer_load(
         &mut self,
         buffer: &str,
-        elem: Type,
         pointer: u32,
         offset: u64,
         bytes: usize,
     ) -> VResult<u32> {
-        // A load of a name no variable has stands for these bytes; being a
-        // load of `buffer`, a store to `buffer` drops it.
-        let key = Expr::load(
-            elem,
-            buffer,
-            Expr::var(Type::I32, format!("%bytes.{pointer}.{offset}.{bytes}")),
-        );
+        let key = CacheKey::Bytes {
+            buffer: buffer.to_string(),
+            pointer,
+            offset,
+            bytes,
+        };
         if let Some(cache) = &self.vector_cache
-            && let Some(hit) = cache
-                .iter()
-                .rev()
-                .find(|c| c.key_bits == POINTER_LOAD && c.expr == key)
+            && let Some(hit) = cache.iter().rev().find(|c| c.key == key)
         {
             return Ok(hit.value.parts[0]);
         }
@@ -1866,8 +1891,7 @@ impl FnBuilder<'_> {
         self.emit(I::LocalSet(l));
         if let Some(cache) = &mut self.vector_cache {
             cache.push(CachedVector {
-                expr: key,
-                key_bits: POINTER_LOAD,
+                key,
                 value: VecVal {
                     parts: vec![l],
                     lane_bits: 8,
@@ -1955,10 +1979,14 @@ impl FnBuilder<'_> {
         scalar: &Expr,
         shift: i32,
     ) -> VResult<u32> {
-        let key = Expr::var(Type::I32, format!("%base.{}.{shift}.{scalar}", buf.name));
+        let key = CacheKey::GatherBase {
+            buffer: buf.name.clone(),
+            shift,
+            scalar: scalar.clone(),
+        };
         if let Some(cache) = &self.vector_cache
             && let Some(hit) = cache.iter().rev().find(|c| {
-                c.expr == key
+                c.key == key
                     && c.deps
                         .as_ref()
                         .is_some_and(|deps| deps.iter().all(|(n, id)| self.local_binding(n) == *id))
@@ -1973,8 +2001,7 @@ impl FnBuilder<'_> {
             && deps.is_some()
         {
             cache.push(CachedVector {
-                expr: key,
-                key_bits: u8::MAX,
+                key,
                 value: VecVal {
                     parts: vec![local],
                     lane_bits: 32,
@@ -2277,16 +2304,16 @@ impl FnBuilder<'_> {
     fn lane_offset(&mut self, idx: &VecVal, lane: u16, shift: i32) {
         let per = lanes_per_part(idx.lane_bits);
         let register = idx.parts[(lane / per) as usize];
-        // A name no variable has: the cache entry stands for this lane.
-        let key = Expr::var(
-            Type::I32,
-            format!("%lane.{register}.{}.{shift}", lane % per),
-        );
+        let key = CacheKey::LaneOffset {
+            register,
+            lane: lane % per,
+            shift,
+        };
         if let Some(cache) = &self.vector_cache
             && let Some(hit) = cache
                 .iter()
                 .rev()
-                .find(|c| c.deps.is_some() && c.expr == key)
+                .find(|c| c.deps.is_some() && c.key == key)
         {
             self.emit(I::LocalGet(hit.value.parts[0]));
             return;
@@ -2301,8 +2328,7 @@ impl FnBuilder<'_> {
             self.emit(I::LocalTee(local));
             if let Some(cache) = &mut self.vector_cache {
                 cache.push(CachedVector {
-                    expr: key,
-                    key_bits: u8::MAX,
+                    key,
                     value: VecVal {
                         parts: vec![local],
                         lane_bits: 32,
@@ -2913,22 +2939,22 @@ impl FnBuilder<'_> {
         } else {
             (a, b)
         };
-        // A name no variable has: the entry stands for this instruction
-        // on these registers (as in `lane_offset`).
-        let key = Expr::var(Type::I32, format!("%vn.{op:?}.{:?}.{:?}", x.parts, y.parts));
+        let mut opcode = Vec::new();
+        wasm_encoder::Encode::encode(&op, &mut opcode);
+        let key = CacheKey::Instruction {
+            opcode,
+            a: x.parts.clone(),
+            b: y.parts.clone(),
+        };
         if let Some(cache) = &self.vector_cache
-            && let Some(hit) = cache
-                .iter()
-                .rev()
-                .find(|c| c.key_bits == VALUE_NUMBER && c.expr == key)
+            && let Some(hit) = cache.iter().rev().find(|c| c.key == key)
         {
             return hit.value.clone();
         }
         let v = self.map2(a, b, op);
         if let Some(cache) = &mut self.vector_cache {
             cache.push(CachedVector {
-                expr: key,
-                key_bits: VALUE_NUMBER,
+                key,
                 value: v.clone(),
                 deps: Some(Vec::new()),
             });
