@@ -1889,18 +1889,31 @@ impl FnBuilder<'_> {
         });
         let l = self.v128_local();
         self.emit(I::LocalSet(l));
+        self.cache_register(key, l, 8, 16, Some(Vec::new()));
+        Ok(l)
+    }
+
+    /// Records that `register` (one part of `lanes` lanes of `lane_bits`)
+    /// holds the value `key` stands for, for the rest of the statement.
+    fn cache_register(
+        &mut self,
+        key: CacheKey,
+        register: u32,
+        lane_bits: u8,
+        lanes: u16,
+        deps: Option<Vec<(String, Option<u32>)>>,
+    ) {
         if let Some(cache) = &mut self.vector_cache {
             cache.push(CachedVector {
                 key,
                 value: VecVal {
-                    parts: vec![l],
-                    lane_bits: 8,
-                    lanes: 16,
+                    parts: vec![register],
+                    lane_bits,
+                    lanes,
                 },
-                deps: Some(Vec::new()),
+                deps,
             });
         }
-        Ok(l)
     }
 
     /// Loads a vector with vector indices: one load per lane straight into
@@ -1997,18 +2010,8 @@ impl FnBuilder<'_> {
         self.push_byte_address(buf.base, scalar, shift as u32)?;
         let local = self.set_new_local(ValType::I32);
         let deps = self.binding_deps(scalar);
-        if let Some(cache) = &mut self.vector_cache
-            && deps.is_some()
-        {
-            cache.push(CachedVector {
-                key,
-                value: VecVal {
-                    parts: vec![local],
-                    lane_bits: 32,
-                    lanes: 1,
-                },
-                deps,
-            });
+        if deps.is_some() {
+            self.cache_register(key, local, 32, 1, deps);
         }
         Ok(local)
     }
@@ -2326,17 +2329,7 @@ impl FnBuilder<'_> {
         if self.vector_cache.is_some() {
             let local = self.local(ValType::I32);
             self.emit(I::LocalTee(local));
-            if let Some(cache) = &mut self.vector_cache {
-                cache.push(CachedVector {
-                    key,
-                    value: VecVal {
-                        parts: vec![local],
-                        lane_bits: 32,
-                        lanes: 1,
-                    },
-                    deps: Some(Vec::new()),
-                });
-            }
+            self.cache_register(key, local, 32, 1, Some(Vec::new()));
         }
     }
 

@@ -364,25 +364,7 @@ fn rgba_channel_load_is_four_loads_masked_and_narrowed() {
 /// loads, each at its own offset.
 #[test]
 fn overlapping_registers_of_wide_taps_are_loaded_once() {
-    let lanes = 8;
-    let base = x() * lanes as i64;
-    let tap = |k: i64| Expr::load(Type::U32, "in", dense(base.clone() + k, lanes));
-    let sum = (0..5).map(tap).reduce(Expr::add).unwrap();
-    let body = for_loop(
-        "x",
-        Expr::i32(0),
-        Expr::div(Expr::var_i32("out.extent.0"), Expr::i32(lanes as i64)),
-        ForKind::Vectorized,
-        store("out", dense(base.clone(), lanes), sum),
-    );
-    let module = module(
-        vec![
-            buffer("in", Type::U32, 1, BufferRole::Input),
-            buffer("out", Type::U32, 1, BufferRole::Output),
-        ],
-        vec![],
-        body,
-    );
+    let module = tap_sum(Type::U32, 5, 8);
     let body = inner_loop(&wat(&module, CodegenOptions::default()));
     let loads: Vec<&str> = body
         .lines()

@@ -121,6 +121,31 @@ pub fn blur3_u16(lanes: u16) -> argent_ir::Module {
     )
 }
 
+/// The sum of `taps` neighbours: `out[x] = in[x] + in[x+1] + ... + in[x+taps-1]`.
+pub fn tap_sum(ty: Type, taps: i64, lanes: u16) -> argent_ir::Module {
+    let base = x() * lanes as i64;
+    let tap = |k: i64| Expr::load(ty, "in", dense(base.clone() + k, lanes));
+    let sum = (0..taps)
+        .map(tap)
+        .reduce(Expr::add)
+        .expect("at least one tap");
+    let body = for_loop(
+        "x",
+        Expr::i32(0),
+        Expr::div(Expr::var_i32("out.extent.0"), Expr::i32(lanes as i64)),
+        ForKind::Vectorized,
+        store("out", dense(base, lanes), sum),
+    );
+    module(
+        vec![
+            buffer("in", ty, 1, BufferRole::Input),
+            buffer("out", ty, 1, BufferRole::Output),
+        ],
+        vec![],
+        body,
+    )
+}
+
 /// Deinterleaves RGBA u8 (stride-4 loads) into planes, then interleaves
 /// the planes back (stride-4 stores).
 pub fn rgba_roundtrip() -> argent_ir::Module {
