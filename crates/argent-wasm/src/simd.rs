@@ -240,6 +240,16 @@ impl CachedVector {
     }
 }
 
+/// The load of `bytes` (16, 8 or 4) into a register, the rest zeroed.
+fn v128_load_of(bytes: usize, offset: u64) -> VResult<I<'static>> {
+    Ok(match bytes {
+        16 => I::V128Load(mem(offset, 0)),
+        8 => I::V128Load64Zero(mem(offset, 0)),
+        4 => I::V128Load32Zero(mem(offset, 0)),
+        _ => return Err(VErr::Unsupported),
+    })
+}
+
 /// A register that identifies a binding: bindings made within one
 /// statement never share registers.
 pub(crate) fn binding_id(b: &Binding) -> u32 {
@@ -1791,12 +1801,7 @@ impl FnBuilder<'_> {
                     if let Some(addr) = addr {
                         self.emit(I::LocalGet(addr));
                     }
-                    self.emit(match lanes_here * bytes {
-                        16 => I::V128Load(mem(offset, 0)),
-                        8 => I::V128Load64Zero(mem(offset, 0)),
-                        4 => I::V128Load32Zero(mem(offset, 0)),
-                        _ => return Err(VErr::Unsupported),
-                    });
+                    self.emit(v128_load_of(lanes_here * bytes, offset)?);
                     let l = self.v128_local();
                     self.emit(I::LocalSet(l));
                     parts.push(l);
@@ -1881,12 +1886,7 @@ impl FnBuilder<'_> {
             return Ok(hit.value.parts[0]);
         }
         self.emit(I::LocalGet(pointer));
-        self.emit(match bytes {
-            16 => I::V128Load(mem(offset, 0)),
-            8 => I::V128Load64Zero(mem(offset, 0)),
-            4 => I::V128Load32Zero(mem(offset, 0)),
-            _ => return Err(VErr::Unsupported),
-        });
+        self.emit(v128_load_of(bytes, offset)?);
         let l = self.v128_local();
         self.emit(I::LocalSet(l));
         self.cache_register(key, l, 8, 16, Some(Vec::new()));
