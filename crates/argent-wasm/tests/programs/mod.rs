@@ -100,41 +100,38 @@ fn divmod_by(ty: Type, lanes: u16, divisor: Expr, inputs: &[&str]) -> argent_ir:
 
 /// The 3-tap box blur on u16: `out[x] = (in[x] + in[x+1] + in[x+2]) / 3`.
 pub fn blur3_u16(lanes: u16) -> argent_ir::Module {
-    let base = x() * lanes as i64;
-    let tap = |k: i64| Expr::load(Type::U16, "in", dense(base.clone() + k, lanes));
-    let sum = Expr::add(Expr::add(tap(0), tap(1)), tap(2));
-    let value = Expr::div(sum, Expr::broadcast(Expr::int(Type::U16, 3), lanes));
-    let body = for_loop(
-        "x",
-        Expr::i32(0),
-        Expr::div(Expr::var_i32("out.extent.0"), Expr::i32(lanes as i64)),
-        ForKind::Vectorized,
-        store("out", dense(base.clone(), lanes), value),
-    );
-    module(
-        vec![
-            buffer("in", Type::U16, 1, BufferRole::Input),
-            buffer("out", Type::U16, 1, BufferRole::Output),
-        ],
-        vec![],
-        body,
-    )
+    stencil(Type::U16, lanes, |tap| {
+        let sum = Expr::add(Expr::add(tap(0), tap(1)), tap(2));
+        Expr::div(sum, Expr::broadcast(Expr::int(Type::U16, 3), lanes))
+    })
 }
 
 /// The sum of `taps` neighbours: `out[x] = in[x] + in[x+1] + ... + in[x+taps-1]`.
 pub fn tap_sum(ty: Type, taps: i64, lanes: u16) -> argent_ir::Module {
+    stencil(ty, lanes, |tap| {
+        (0..taps)
+            .map(tap)
+            .reduce(Expr::add)
+            .expect("at least one tap")
+    })
+}
+
+/// A 1-D stencil from `in` to `out` (both `ty`), vectorised by `lanes`:
+/// `value` builds the output vector from `tap(k)`, the vector of `in` at
+/// `x + k`.
+fn stencil(
+    ty: Type,
+    lanes: u16,
+    value: impl Fn(&dyn Fn(i64) -> Expr) -> Expr,
+) -> argent_ir::Module {
     let base = x() * lanes as i64;
     let tap = |k: i64| Expr::load(ty, "in", dense(base.clone() + k, lanes));
-    let sum = (0..taps)
-        .map(tap)
-        .reduce(Expr::add)
-        .expect("at least one tap");
     let body = for_loop(
         "x",
         Expr::i32(0),
         Expr::div(Expr::var_i32("out.extent.0"), Expr::i32(lanes as i64)),
         ForKind::Vectorized,
-        store("out", dense(base, lanes), sum),
+        store("out", dense(base.clone(), lanes), value(&tap)),
     );
     module(
         vec![
