@@ -19,6 +19,8 @@
 //   the output in the pipeline's memory, `Pipeline.allocateImage`: no
 //   copies; a runtime without shared memory copies them anyway)
 //   [--size WxH] (default 3072x2048)
+//   [--workloads blur,gaussian] (the workloads whose names contain one of
+//   the words; default: blur, strip blur and unsharp)
 //   [--back-to-back K] (each configuration runs K times in a row before the
 //   next, the first of each K not counted: a caller running frames or a
 //   batch, whose workers poll between runs by default; without it runs of
@@ -68,7 +70,20 @@ const workloads = [
   // The same blur under Halide's strip schedule (see bench/run.mjs).
   { name: `blur ${W}x${H} u16, strip schedule`, file: "bench/schedules/box_blur_strips.ag", input: () => image(Uint16Array, 1, 12) },
   { name: `unsharp ${W}x${H} RGB u8`, file: "examples/unsharp_mask.ag", input: () => image(Uint8Array, 3, 8) },
+  // The gaussian of the 10x-OpenCV.js target (bench/library-ab.mjs).
+  {
+    name: `gaussian 5x5 ${W}x${H} u16`,
+    file: "bench/schedules/gaussian_u16_vertical_first_rows4.ag",
+    input: () => image(Uint16Array, 1, 12),
+  },
 ];
+// --workloads blur,gaussian keeps the workloads whose names contain one of
+// the words (default: all but the gaussian, as before it was added).
+const workloadsAt = process.argv.indexOf("--workloads");
+const chosenWorkloads =
+  workloadsAt > 0
+    ? workloads.filter((w) => process.argv[workloadsAt + 1].split(",").some((word) => w.name.includes(word)))
+    : workloads.filter((w) => !w.name.startsWith("gaussian"));
 const allConfigs = {
   1: { label: "1 thread", options: { threads: 1 } },
   2: { label: "2 threads", options: { threads: 2 } },
@@ -122,7 +137,7 @@ parentPort.on("message", (n) => { let x = 0; for (let i = 0; i < n; i++) x = (x 
 const loadBefore = loadavg();
 const calibrationBefore = await calibrate();
 const rows = [];
-for (const workload of workloads) {
+for (const workload of chosenWorkloads) {
   const source = readFileSync(join(repo, workload.file), "utf8");
   const input = workload.input();
   const setups = [];

@@ -12,8 +12,8 @@
 //! is out of bounds. The bodies of existing `let`s are processed on their
 //! own, so nothing mentioning a let-bound name escapes its scope.
 
+use crate::expr_eq;
 use crate::fast_hash::{FastHashMap, FastHasher};
-use crate::{expr_eq, vars_of};
 use argent_ir::visit::{Mutator, Visitor, mutate_expr_children, walk_expr};
 use argent_ir::{BinOp, CallTarget, Expr, ExprKind, Stmt};
 use std::hash::{Hash, Hasher};
@@ -114,7 +114,7 @@ fn inline_lets(e: &Expr) -> Expr {
             let e = mutate_expr_children(self, e);
             match e.kind() {
                 ExprKind::Let { name, value, body }
-                    if !crate::expr_binds_any(body, &vars_of(value)) =>
+                    if !crate::expr_binds_any(body, &crate::var_names(value)) =>
                 {
                     argent_ir::visit::substitute(body, name, value)
                 }
@@ -155,7 +155,7 @@ impl NameSource {
     }
     fn fresh(&mut self) -> String {
         if let Some(root) = self.root.take() {
-            let vars = vars_of(&root);
+            let vars = crate::var_names(&root);
             self.prefix = "cse".to_string();
             while vars.iter().any(|v| v.starts_with(&self.prefix)) {
                 self.prefix.push('_');

@@ -891,7 +891,7 @@ impl Simplifier {
         let trivial = is_trivial(&v)
             || is_small_affine(&v, 3)
             || argent_ir::visit::expr_uses_var(body, name) && count_uses(body, name) <= 1;
-        if trivial && !expr_binds_any(body, &vars_of(&v)) {
+        if trivial && !expr_binds_any(body, &crate::var_names(&v)) {
             return self.expr(&substitute(body, name, &v));
         }
         let b = if v.ty().is_integer() {

@@ -26,9 +26,7 @@
 //! ```
 
 use argent_arith::fast_hash::{FastHashMap, FastHashSet};
-use argent_ir::visit::{
-    Mutator, ScopedMutator, Visitor, mutate_stmt_children, mutate_stmt_scoped, walk_expr, walk_stmt,
-};
+use argent_ir::visit::{Mutator, ScopedMutator, mutate_stmt_children, mutate_stmt_scoped};
 use argent_ir::{BinOp, Expr, ExprKind, ForKind, Stmt, UnaryOp};
 
 /// Move the loop-invariant scalar arithmetic of every serial loop of `s`
@@ -58,12 +56,12 @@ impl Mutator for Hoister {
         };
         // Inner loops first: what they hoisted now sits in this loop's
         // body, where it may be invariant here too.
-        let mut bound = BoundNames::default();
-        bound.visit_stmt(body);
-        bound.names.insert(var.clone());
+        let mut bound = FastHashSet::default();
+        names_bound_in_stmt(body, &mut bound);
+        bound.insert(var.as_str());
         let mut rewrite = Rewrite {
             loop_var: var,
-            variant: &bound.names,
+            variant: &bound,
             renamed: FastHashMap::default(),
             hidden: Vec::new(),
             hoisted: Vec::new(),
@@ -89,31 +87,100 @@ impl Mutator for Hoister {
     }
 }
 
-/// Every name bound inside a statement: loop variables and `let`s.
-#[derive(Default)]
-struct BoundNames {
-    names: FastHashSet<String>,
+/// Every name bound inside a statement: loop variables and `let`s. The
+/// names are borrowed (every serial loop lists its body's, and copying
+/// them was a tenth of the pass).
+fn names_bound_in_stmt<'s>(s: &'s Stmt, names: &mut FastHashSet<&'s str>) {
+    match s {
+        Stmt::LetStmt { name, value, body } => {
+            names.insert(name);
+            names_bound_in_expr(value, names);
+            names_bound_in_stmt(body, names);
+        }
+        Stmt::For {
+            var,
+            min,
+            extent,
+            body,
+            ..
+        } => {
+            names.insert(var);
+            names_bound_in_expr(min, names);
+            names_bound_in_expr(extent, names);
+            names_bound_in_stmt(body, names);
+        }
+        Stmt::Assert { cond, args, .. } => {
+            names_bound_in_expr(cond, names);
+            args.iter().for_each(|a| names_bound_in_expr(a, names));
+        }
+        Stmt::ProducerConsumer { body, .. } => names_bound_in_stmt(body, names),
+        Stmt::Provide { args, value, .. } => {
+            args.iter().for_each(|a| names_bound_in_expr(a, names));
+            names_bound_in_expr(value, names);
+        }
+        Stmt::Realize { bounds, body, .. } => {
+            for r in bounds {
+                names_bound_in_expr(&r.min, names);
+                names_bound_in_expr(&r.extent, names);
+            }
+            names_bound_in_stmt(body, names);
+        }
+        Stmt::Store { index, value, .. } => {
+            names_bound_in_expr(index, names);
+            names_bound_in_expr(value, names);
+        }
+        Stmt::Allocate { size, body, .. } => {
+            names_bound_in_expr(size, names);
+            names_bound_in_stmt(body, names);
+        }
+        Stmt::Block(stmts) => stmts.iter().for_each(|s| names_bound_in_stmt(s, names)),
+        Stmt::IfThenElse {
+            cond,
+            then,
+            otherwise,
+        } => {
+            names_bound_in_expr(cond, names);
+            names_bound_in_stmt(then, names);
+            if let Some(o) = otherwise {
+                names_bound_in_stmt(o, names);
+            }
+        }
+        Stmt::Evaluate(e) => names_bound_in_expr(e, names),
+    }
 }
 
-impl Visitor for BoundNames {
-    fn visit_expr(&mut self, e: &Expr) {
-        if let ExprKind::Let { name, .. } = e.kind() {
-            self.names.insert(name.clone());
+/// The names of the `let`s inside an expression, borrowed.
+fn names_bound_in_expr<'e>(e: &'e Expr, names: &mut FastHashSet<&'e str>) {
+    match e.kind() {
+        ExprKind::IntImm(_) | ExprKind::FloatImm(_) | ExprKind::Var(_) => {}
+        ExprKind::Let { name, value, body } => {
+            names.insert(name);
+            names_bound_in_expr(value, names);
+            names_bound_in_expr(body, names);
         }
-        walk_expr(self, e);
-    }
-
-    fn visit_stmt(&mut self, s: &Stmt) {
-        match s {
-            Stmt::LetStmt { name, .. } => {
-                self.names.insert(name.clone());
-            }
-            Stmt::For { var, .. } => {
-                self.names.insert(var.clone());
-            }
-            _ => {}
+        ExprKind::Cast { value, .. }
+        | ExprKind::Unary { value, .. }
+        | ExprKind::Broadcast { value, .. } => names_bound_in_expr(value, names),
+        ExprKind::Load { index, .. } => names_bound_in_expr(index, names),
+        ExprKind::Binary { a, b, .. }
+        | ExprKind::Ramp {
+            base: a, stride: b, ..
+        } => {
+            names_bound_in_expr(a, names);
+            names_bound_in_expr(b, names);
         }
-        walk_stmt(self, s);
+        ExprKind::Select {
+            cond,
+            then,
+            otherwise,
+        } => {
+            names_bound_in_expr(cond, names);
+            names_bound_in_expr(then, names);
+            names_bound_in_expr(otherwise, names);
+        }
+        ExprKind::Call { args: all, .. } | ExprKind::Shuffle { vectors: all, .. } => {
+            all.iter().for_each(|a| names_bound_in_expr(a, names));
+        }
     }
 }
 
@@ -121,7 +188,7 @@ impl Visitor for BoundNames {
 struct Rewrite<'a> {
     loop_var: &'a str,
     /// Names bound inside the loop (and its variable): what varies.
-    variant: &'a FastHashSet<String>,
+    variant: &'a FastHashSet<&'a str>,
     /// `let`s of the body whose value moved out, by their new names.
     renamed: FastHashMap<String, Expr>,
     /// For each name bound around the current point inside the loop, the
@@ -197,7 +264,7 @@ impl Rewrite<'_> {
                 if let Some(r) = self.renamed.get(n) {
                     (r.clone(), true)
                 } else {
-                    (e.clone(), !self.variant.contains(n))
+                    (e.clone(), !self.variant.contains(n.as_str()))
                 }
             }
             ExprKind::Binary { op, a, b } => {

@@ -33,7 +33,7 @@
 use argent_arith::fast_hash::{FastHashMap, FastHashSet, FastHasher};
 use argent_arith::interval::{Interval, Scope, bounds_of_expr_in_scope};
 use argent_arith::simplify::split_linear;
-use argent_arith::{const_int, simplify, vars_of};
+use argent_arith::{const_int, simplify, var_names, vars_of};
 use argent_ir::visit::{
     Mutator, ScopedMutator, Visitor, expr_any, expr_uses_var, mutate_expr_children,
     mutate_expr_scoped, mutate_stmt_children, mutate_stmt_scoped, substitute, walk_expr, walk_stmt,
@@ -351,7 +351,7 @@ impl Partitioner {
     /// Whether `e` mentions a name that differs across the lanes of an
     /// enclosing vectorised loop.
     fn varies_across_lanes(&self, e: &Expr) -> bool {
-        !self.lane_names.is_empty() && vars_of(e).iter().any(|n| self.lane_names.contains(n))
+        !self.lane_names.is_empty() && var_names(e).iter().any(|n| self.lane_names.contains(*n))
     }
 
     /// `f` run with `name` counted among the [`Partitioner::lane_names`].
@@ -546,13 +546,13 @@ fn substitute_lets(lets: &[(String, Expr)], e: &Expr) -> Option<Expr> {
     let mut e = e.clone();
     for _ in 0..=lets.len() {
         // Inner bindings hide outer ones of the same name.
-        let used: FastHashMap<String, Expr> = vars_of(&e)
+        let used: FastHashMap<String, Expr> = var_names(&e)
             .into_iter()
             .filter_map(|n| {
                 lets.iter()
                     .rev()
-                    .find(|(name, _)| *name == n)
-                    .map(|(_, v)| (n, v.clone()))
+                    .find(|(name, _)| name == n)
+                    .map(|(_, v)| (n.to_string(), v.clone()))
             })
             .collect();
         if used.is_empty() {
@@ -1219,12 +1219,12 @@ impl<'a> Prover<'a> {
         if !self.mentions_loop(&diff) {
             return None;
         }
-        let diff_vars = vars_of(&diff);
+        let diff_vars = var_names(&diff);
         let relevant: Vec<&Expr> = self
             .facts
             .iter()
             .zip(&self.fact_vars)
-            .filter(|(_, vars)| vars.iter().any(|v| diff_vars.contains(v)))
+            .filter(|(_, vars)| vars.iter().any(|v| diff_vars.contains(&v.as_str())))
             .map(|(f, _)| f)
             .collect();
         // What this steady state knows is its facts and its variable: a
@@ -1232,7 +1232,7 @@ impl<'a> Prover<'a> {
         // the loops inside (the tiles of a strip's steady state), which
         // were just as open before partitioning, and is left as it was.
         // Bounding it over those loops decided nothing in any example.
-        if relevant.is_empty() && !diff_vars.contains(&self.var) {
+        if relevant.is_empty() && !diff_vars.contains(&self.var.as_str()) {
             return None;
         }
         let range = bounds_of_expr_in_scope(&diff, &self.scope);
@@ -1521,7 +1521,7 @@ impl Steady<'_> {
     fn solve_linear(&self, d: &Expr, depth: usize) -> Option<Solution> {
         let v = self.var;
         if !argent_ir::visit::expr_uses_var(d, v) {
-            if depth == 0 || vars_of(d).iter().any(|n| self.is_unusable_in_bound(n)) {
+            if depth == 0 || var_names(d).iter().any(|n| self.is_unusable_in_bound(n)) {
                 return None;
             }
             // A loop-invariant condition: when it fails, the steady state
@@ -1577,9 +1577,9 @@ impl Steady<'_> {
         let fact = d.clone();
         // d must be c * var + rest with a constant c.
         let (c, rest) = split_linear(d, v)?;
-        if vars_of(&rest)
+        if var_names(&rest)
             .iter()
-            .any(|n| self.is_unusable_in_bound(n) || n == v)
+            .any(|n| self.is_unusable_in_bound(n) || *n == v)
         {
             return None;
         }
