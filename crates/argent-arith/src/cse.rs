@@ -14,7 +14,7 @@
 
 use crate::expr_eq;
 use crate::fast_hash::{FastHashMap, FastHasher};
-use argent_ir::visit::{Mutator, Visitor, mutate_expr_children, walk_expr};
+use argent_ir::visit::{Mutator, Visitor, for_each_child, mutate_expr_children, walk_expr};
 use argent_ir::{BinOp, CallTarget, Expr, ExprKind, Stmt};
 use std::hash::{Hash, Hasher};
 
@@ -208,18 +208,6 @@ fn structural_hash(e: &Expr, memo: &mut FastHashMap<usize, u64>) -> u64 {
     let v = h.finish();
     memo.insert(key, v);
     v
-}
-
-/// Call `f` on each direct child of `e`, in the order `walk_expr` visits
-/// them.
-fn for_each_child(e: &Expr, mut f: impl FnMut(&Expr)) {
-    struct Each<F>(F);
-    impl<F: FnMut(&Expr)> Visitor for Each<F> {
-        fn visit_expr(&mut self, e: &Expr) {
-            (self.0)(e);
-        }
-    }
-    walk_expr(&mut Each(&mut f), e);
 }
 
 /// The distinct subexpressions of a tree with their occurrence counts.

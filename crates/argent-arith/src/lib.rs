@@ -402,41 +402,12 @@ pub fn vars_of(e: &Expr) -> Vec<String> {
 /// substitutions.
 pub fn var_names(e: &Expr) -> Vec<&str> {
     fn collect<'e>(e: &'e Expr, names: &mut Vec<&'e str>) {
-        match e.kind() {
-            ExprKind::Var(n) => {
-                if !names.contains(&n.as_str()) {
-                    names.push(n);
-                }
+        if let ExprKind::Var(n) = e.kind() {
+            if !names.contains(&n.as_str()) {
+                names.push(n);
             }
-            ExprKind::IntImm(_) | ExprKind::FloatImm(_) => {}
-            ExprKind::Cast { value, .. }
-            | ExprKind::Unary { value, .. }
-            | ExprKind::Broadcast { value, .. } => collect(value, names),
-            ExprKind::Load { index, .. } => collect(index, names),
-            ExprKind::Binary { a, b, .. }
-            | ExprKind::Let {
-                value: a, body: b, ..
-            }
-            | ExprKind::Ramp {
-                base: a, stride: b, ..
-            } => {
-                collect(a, names);
-                collect(b, names);
-            }
-            ExprKind::Select {
-                cond,
-                then,
-                otherwise,
-            } => {
-                collect(cond, names);
-                collect(then, names);
-                collect(otherwise, names);
-            }
-            ExprKind::Call { args: all, .. } | ExprKind::Shuffle { vectors: all, .. } => {
-                for a in all {
-                    collect(a, names);
-                }
-            }
+        } else {
+            argent_ir::visit::for_each_child(e, |c| collect(c, names));
         }
     }
     let mut names = Vec::new();

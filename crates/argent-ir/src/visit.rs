@@ -17,87 +17,116 @@ pub trait Visitor {
 }
 
 pub fn walk_expr<V: Visitor + ?Sized>(v: &mut V, e: &Expr) {
+    for_each_child(e, |c| v.visit_expr(c));
+}
+
+pub fn walk_stmt<V: Visitor + ?Sized>(v: &mut V, s: &Stmt) {
+    for_each_part(s, |part| match part {
+        StmtPart::Expr(e) => v.visit_expr(e),
+        StmtPart::Stmt(s) => v.visit_stmt(s),
+    });
+}
+
+/// Calls `f` on each direct child of `e`, in evaluation order, borrowed
+/// for as long as `e` is: a walk that collects references into the tree
+/// (the names it mentions, say) recurses through this, where a
+/// [`Visitor`]'s methods only see each node for the length of a call.
+// Inlined into each walk: as a call of its own per node, the native
+// compiler spent 2% more instructions per compile (the page's build,
+// optimised as one unit, inlines it anyway).
+#[inline(always)]
+pub fn for_each_child<'e>(e: &'e Expr, mut f: impl FnMut(&'e Expr)) {
     match e.kind() {
         ExprKind::IntImm(_) | ExprKind::FloatImm(_) | ExprKind::Var(_) => {}
-        ExprKind::Cast { value, .. } | ExprKind::Unary { value, .. } => v.visit_expr(value),
-        ExprKind::Binary { a, b, .. } => {
-            v.visit_expr(a);
-            v.visit_expr(b);
+        ExprKind::Cast { value, .. }
+        | ExprKind::Unary { value, .. }
+        | ExprKind::Broadcast { value, .. } => f(value),
+        ExprKind::Load { index, .. } => f(index),
+        ExprKind::Binary { a, b, .. }
+        | ExprKind::Let {
+            value: a, body: b, ..
+        }
+        | ExprKind::Ramp {
+            base: a, stride: b, ..
+        } => {
+            f(a);
+            f(b);
         }
         ExprKind::Select {
             cond,
             then,
             otherwise,
         } => {
-            v.visit_expr(cond);
-            v.visit_expr(then);
-            v.visit_expr(otherwise);
+            f(cond);
+            f(then);
+            f(otherwise);
         }
-        ExprKind::Call { args, .. } => args.iter().for_each(|a| v.visit_expr(a)),
-        ExprKind::Let { value, body, .. } => {
-            v.visit_expr(value);
-            v.visit_expr(body);
+        ExprKind::Call { args: all, .. } | ExprKind::Shuffle { vectors: all, .. } => {
+            all.iter().for_each(f)
         }
-        ExprKind::Load { index, .. } => v.visit_expr(index),
-        ExprKind::Ramp { base, stride, .. } => {
-            v.visit_expr(base);
-            v.visit_expr(stride);
-        }
-        ExprKind::Broadcast { value, .. } => v.visit_expr(value),
-        ExprKind::Shuffle { vectors, .. } => vectors.iter().for_each(|a| v.visit_expr(a)),
     }
 }
 
-pub fn walk_stmt<V: Visitor + ?Sized>(v: &mut V, s: &Stmt) {
+/// A direct part of a statement (see [`for_each_part`]).
+pub enum StmtPart<'s> {
+    Expr(&'s Expr),
+    Stmt(&'s Stmt),
+}
+
+/// Calls `f` on each expression and statement directly inside `s`, in
+/// execution order, borrowed for as long as `s` is (see
+/// [`for_each_child`]).
+#[inline(always)]
+pub fn for_each_part<'s>(s: &'s Stmt, mut f: impl FnMut(StmtPart<'s>)) {
     match s {
         Stmt::LetStmt { value, body, .. } => {
-            v.visit_expr(value);
-            v.visit_stmt(body);
+            f(StmtPart::Expr(value));
+            f(StmtPart::Stmt(body));
         }
         Stmt::Assert { cond, args, .. } => {
-            v.visit_expr(cond);
-            args.iter().for_each(|a| v.visit_expr(a));
+            f(StmtPart::Expr(cond));
+            args.iter().for_each(|a| f(StmtPart::Expr(a)));
         }
-        Stmt::ProducerConsumer { body, .. } => v.visit_stmt(body),
+        Stmt::ProducerConsumer { body, .. } => f(StmtPart::Stmt(body)),
         Stmt::For {
             min, extent, body, ..
         } => {
-            v.visit_expr(min);
-            v.visit_expr(extent);
-            v.visit_stmt(body);
+            f(StmtPart::Expr(min));
+            f(StmtPart::Expr(extent));
+            f(StmtPart::Stmt(body));
         }
         Stmt::Provide { args, value, .. } => {
-            args.iter().for_each(|a| v.visit_expr(a));
-            v.visit_expr(value);
+            args.iter().for_each(|a| f(StmtPart::Expr(a)));
+            f(StmtPart::Expr(value));
         }
         Stmt::Realize { bounds, body, .. } => {
             for r in bounds {
-                v.visit_expr(&r.min);
-                v.visit_expr(&r.extent);
+                f(StmtPart::Expr(&r.min));
+                f(StmtPart::Expr(&r.extent));
             }
-            v.visit_stmt(body);
+            f(StmtPart::Stmt(body));
         }
         Stmt::Store { index, value, .. } => {
-            v.visit_expr(index);
-            v.visit_expr(value);
+            f(StmtPart::Expr(index));
+            f(StmtPart::Expr(value));
         }
         Stmt::Allocate { size, body, .. } => {
-            v.visit_expr(size);
-            v.visit_stmt(body);
+            f(StmtPart::Expr(size));
+            f(StmtPart::Stmt(body));
         }
-        Stmt::Block(stmts) => stmts.iter().for_each(|s| v.visit_stmt(s)),
+        Stmt::Block(stmts) => stmts.iter().for_each(|s| f(StmtPart::Stmt(s))),
         Stmt::IfThenElse {
             cond,
             then,
             otherwise,
         } => {
-            v.visit_expr(cond);
-            v.visit_stmt(then);
+            f(StmtPart::Expr(cond));
+            f(StmtPart::Stmt(then));
             if let Some(o) = otherwise {
-                v.visit_stmt(o);
+                f(StmtPart::Stmt(o));
             }
         }
-        Stmt::Evaluate(e) => v.visit_expr(e),
+        Stmt::Evaluate(e) => f(StmtPart::Expr(e)),
     }
 }
 
@@ -116,6 +145,9 @@ fn all_same(a: &[Expr], b: &[Expr]) -> bool {
     a.iter().zip(b).all(|(x, y)| x.same_as(y))
 }
 
+// Inlined into each mutator's `mutate_expr` for the same reason as
+// `for_each_child` (0.8% of a native compile).
+#[inline(always)]
 pub fn mutate_expr_children<M: Mutator + ?Sized>(m: &mut M, e: &Expr) -> Expr {
     let ty = e.ty();
     match e.kind() {

@@ -26,7 +26,10 @@
 //! ```
 
 use argent_arith::fast_hash::{FastHashMap, FastHashSet};
-use argent_ir::visit::{Mutator, ScopedMutator, mutate_stmt_children, mutate_stmt_scoped};
+use argent_ir::visit::{
+    Mutator, ScopedMutator, StmtPart, for_each_child, for_each_part, mutate_stmt_children,
+    mutate_stmt_scoped,
+};
 use argent_ir::{BinOp, Expr, ExprKind, ForKind, Stmt, UnaryOp};
 
 /// Move the loop-invariant scalar arithmetic of every serial loop of `s`
@@ -91,97 +94,21 @@ impl Mutator for Hoister {
 /// names are borrowed (every serial loop lists its body's, and copying
 /// them was a tenth of the pass).
 fn names_bound_in_stmt<'s>(s: &'s Stmt, names: &mut FastHashSet<&'s str>) {
-    match s {
-        Stmt::LetStmt { name, value, body } => {
-            names.insert(name);
-            names_bound_in_expr(value, names);
-            names_bound_in_stmt(body, names);
-        }
-        Stmt::For {
-            var,
-            min,
-            extent,
-            body,
-            ..
-        } => {
-            names.insert(var);
-            names_bound_in_expr(min, names);
-            names_bound_in_expr(extent, names);
-            names_bound_in_stmt(body, names);
-        }
-        Stmt::Assert { cond, args, .. } => {
-            names_bound_in_expr(cond, names);
-            args.iter().for_each(|a| names_bound_in_expr(a, names));
-        }
-        Stmt::ProducerConsumer { body, .. } => names_bound_in_stmt(body, names),
-        Stmt::Provide { args, value, .. } => {
-            args.iter().for_each(|a| names_bound_in_expr(a, names));
-            names_bound_in_expr(value, names);
-        }
-        Stmt::Realize { bounds, body, .. } => {
-            for r in bounds {
-                names_bound_in_expr(&r.min, names);
-                names_bound_in_expr(&r.extent, names);
-            }
-            names_bound_in_stmt(body, names);
-        }
-        Stmt::Store { index, value, .. } => {
-            names_bound_in_expr(index, names);
-            names_bound_in_expr(value, names);
-        }
-        Stmt::Allocate { size, body, .. } => {
-            names_bound_in_expr(size, names);
-            names_bound_in_stmt(body, names);
-        }
-        Stmt::Block(stmts) => stmts.iter().for_each(|s| names_bound_in_stmt(s, names)),
-        Stmt::IfThenElse {
-            cond,
-            then,
-            otherwise,
-        } => {
-            names_bound_in_expr(cond, names);
-            names_bound_in_stmt(then, names);
-            if let Some(o) = otherwise {
-                names_bound_in_stmt(o, names);
-            }
-        }
-        Stmt::Evaluate(e) => names_bound_in_expr(e, names),
+    if let Stmt::LetStmt { name, .. } | Stmt::For { var: name, .. } = s {
+        names.insert(name);
     }
+    for_each_part(s, |part| match part {
+        StmtPart::Expr(e) => names_bound_in_expr(e, names),
+        StmtPart::Stmt(s) => names_bound_in_stmt(s, names),
+    });
 }
 
 /// The names of the `let`s inside an expression, borrowed.
 fn names_bound_in_expr<'e>(e: &'e Expr, names: &mut FastHashSet<&'e str>) {
-    match e.kind() {
-        ExprKind::IntImm(_) | ExprKind::FloatImm(_) | ExprKind::Var(_) => {}
-        ExprKind::Let { name, value, body } => {
-            names.insert(name);
-            names_bound_in_expr(value, names);
-            names_bound_in_expr(body, names);
-        }
-        ExprKind::Cast { value, .. }
-        | ExprKind::Unary { value, .. }
-        | ExprKind::Broadcast { value, .. } => names_bound_in_expr(value, names),
-        ExprKind::Load { index, .. } => names_bound_in_expr(index, names),
-        ExprKind::Binary { a, b, .. }
-        | ExprKind::Ramp {
-            base: a, stride: b, ..
-        } => {
-            names_bound_in_expr(a, names);
-            names_bound_in_expr(b, names);
-        }
-        ExprKind::Select {
-            cond,
-            then,
-            otherwise,
-        } => {
-            names_bound_in_expr(cond, names);
-            names_bound_in_expr(then, names);
-            names_bound_in_expr(otherwise, names);
-        }
-        ExprKind::Call { args: all, .. } | ExprKind::Shuffle { vectors: all, .. } => {
-            all.iter().for_each(|a| names_bound_in_expr(a, names));
-        }
+    if let ExprKind::Let { name, .. } = e.kind() {
+        names.insert(name);
     }
+    for_each_child(e, |c| names_bound_in_expr(c, names));
 }
 
 /// Rewrites one loop's body, collecting the invariant values it takes out.
