@@ -7,8 +7,9 @@
 // output on a 641x479 photo (odd sizes: every split, tile and vector width
 // has a tail). Seeded and reproducible: a failure prints the seed and its
 // schedule. ARGENT_RANDOM_SEEDS=n sets the count (DEFAULT_SEEDS in every
-// run; 200 is the full sweep) and ARGENT_EXAMPLES=a,b the
-// examples. Schedules whose regions cannot be bounded are drawn again
+// run; 200 is the full sweep), ARGENT_RANDOM_FIRST=k the first
+// seed (default 0: a sweep past the seeds swept before starts further on)
+// and ARGENT_EXAMPLES=a,b the examples. Schedules whose regions cannot be bounded are drawn again
 // (seed + k * (2^32 + 1), at most REDRAWS times); a seed refused even so
 // is replaced by the next one, and the test fails unless SEEDS seeds were
 // compared, so the check cannot silently check nothing.
@@ -27,6 +28,7 @@ import { EXAMPLES, firstDifference, referenceOutputs } from "./helpers.mjs";
 const PHOTO = new URL("./fixtures/coffee-641x479.png", import.meta.url).pathname;
 const DEFAULT_SEEDS = 1;
 const SEEDS = Number(process.env.ARGENT_RANDOM_SEEDS ?? DEFAULT_SEEDS);
+const FIRST_SEED = Number(process.env.ARGENT_RANDOM_FIRST ?? 0);
 const skip = SEEDS > 0 ? false : "ARGENT_RANDOM_SEEDS=0";
 const REDRAWS = 10;
 // A schedule may legitimately recompute so much that it runs for minutes
@@ -106,7 +108,8 @@ for (const name of examples) {
         // (a refused seed is replaced by the next one), at most TRIES.
         const TRIES = Math.max(8, 2 * SEEDS);
         let tried = 0;
-        for (let first = 0; tried - refused < SEEDS && first < TRIES; first++) {
+        for (let k = 0; tried - refused < SEEDS && k < TRIES; k++) {
+          const first = FIRST_SEED + k;
           tried++;
           let pipeline;
           let seed = first;

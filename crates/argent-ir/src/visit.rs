@@ -3,6 +3,7 @@
 //! `IRVisitor`/`IRMutator`).
 
 use crate::expr::{Expr, ExprKind};
+use crate::fast_hash::FastHashSet;
 use crate::stmt::{Range, Stmt};
 
 /// Read-only traversal. Override `visit_expr`/`visit_stmt` and call
@@ -128,6 +129,30 @@ pub fn for_each_part<'s>(s: &'s Stmt, mut f: impl FnMut(StmtPart<'s>)) {
         }
         Stmt::Evaluate(e) => f(StmtPart::Expr(e)),
     }
+}
+
+/// Every name bound inside `s`: its loop variables and its `let`s (of
+/// statements and of expressions), borrowed from `s`. Passes ask this of
+/// a loop's body to tell what varies inside it.
+pub fn names_bound_in(s: &Stmt) -> FastHashSet<&str> {
+    fn in_stmt<'s>(s: &'s Stmt, names: &mut FastHashSet<&'s str>) {
+        if let Stmt::LetStmt { name, .. } | Stmt::For { var: name, .. } = s {
+            names.insert(name);
+        }
+        for_each_part(s, |part| match part {
+            StmtPart::Expr(e) => in_expr(e, names),
+            StmtPart::Stmt(s) => in_stmt(s, names),
+        });
+    }
+    fn in_expr<'e>(e: &'e Expr, names: &mut FastHashSet<&'e str>) {
+        if let ExprKind::Let { name, .. } = e.kind() {
+            names.insert(name);
+        }
+        for_each_child(e, |c| in_expr(c, names));
+    }
+    let mut names = FastHashSet::default();
+    in_stmt(s, &mut names);
+    names
 }
 
 /// Rebuilding traversal. The defaults rebuild a node only when a child

@@ -27,8 +27,7 @@
 
 use argent_arith::fast_hash::{FastHashMap, FastHashSet};
 use argent_ir::visit::{
-    Mutator, ScopedMutator, StmtPart, for_each_child, for_each_part, mutate_stmt_children,
-    mutate_stmt_scoped,
+    Mutator, ScopedMutator, mutate_stmt_children, mutate_stmt_scoped, names_bound_in,
 };
 use argent_ir::{BinOp, Expr, ExprKind, ForKind, Stmt, UnaryOp};
 
@@ -59,8 +58,7 @@ impl Mutator for Hoister {
         };
         // Inner loops first: what they hoisted now sits in this loop's
         // body, where it may be invariant here too.
-        let mut bound = FastHashSet::default();
-        names_bound_in_stmt(body, &mut bound);
+        let mut bound = names_bound_in(body);
         bound.insert(var.as_str());
         let mut rewrite = Rewrite {
             loop_var: var,
@@ -88,27 +86,6 @@ impl Mutator for Hoister {
         }
         out
     }
-}
-
-/// Every name bound inside a statement: loop variables and `let`s. The
-/// names are borrowed (every serial loop lists its body's, and copying
-/// them was a tenth of the pass).
-fn names_bound_in_stmt<'s>(s: &'s Stmt, names: &mut FastHashSet<&'s str>) {
-    if let Stmt::LetStmt { name, .. } | Stmt::For { var: name, .. } = s {
-        names.insert(name);
-    }
-    for_each_part(s, |part| match part {
-        StmtPart::Expr(e) => names_bound_in_expr(e, names),
-        StmtPart::Stmt(s) => names_bound_in_stmt(s, names),
-    });
-}
-
-/// The names of the `let`s inside an expression, borrowed.
-fn names_bound_in_expr<'e>(e: &'e Expr, names: &mut FastHashSet<&'e str>) {
-    if let ExprKind::Let { name, .. } = e.kind() {
-        names.insert(name);
-    }
-    for_each_child(e, |c| names_bound_in_expr(c, names));
 }
 
 /// Rewrites one loop's body, collecting the invariant values it takes out.

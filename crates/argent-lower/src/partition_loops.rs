@@ -36,7 +36,8 @@ use argent_arith::simplify::split_linear;
 use argent_arith::{const_int, simplify, var_names, vars_of};
 use argent_ir::visit::{
     Mutator, ScopedMutator, Visitor, expr_any, expr_uses_var, mutate_expr_children,
-    mutate_expr_scoped, mutate_stmt_children, mutate_stmt_scoped, substitute, walk_expr, walk_stmt,
+    mutate_expr_scoped, mutate_stmt_children, mutate_stmt_scoped, names_bound_in, substitute,
+    walk_expr, walk_stmt,
 };
 use argent_ir::{BinOp, CallTarget, Expr, ExprKind, ForKind, Intrinsic, Stmt, Type, UnaryOp};
 use std::cell::RefCell;
@@ -653,31 +654,6 @@ fn node_count(e: &Expr) -> usize {
     c.0
 }
 
-/// Every name a statement binds (lets and loop variables).
-fn names_bound_in(s: &Stmt) -> FastHashSet<String> {
-    struct Names(FastHashSet<String>);
-    impl Visitor for Names {
-        fn visit_expr(&mut self, e: &Expr) {
-            if let ExprKind::Let { name, .. } = e.kind() {
-                self.0.insert(name.clone());
-            }
-            walk_expr(self, e);
-        }
-        fn visit_stmt(&mut self, s: &Stmt) {
-            match s {
-                Stmt::LetStmt { name, .. } | Stmt::For { var: name, .. } => {
-                    self.0.insert(name.clone());
-                }
-                _ => {}
-            }
-            walk_stmt(self, s);
-        }
-    }
-    let mut n = Names(FastHashSet::default());
-    n.visit_stmt(s);
-    n.0
-}
-
 fn is_likely_call(e: &Expr) -> Option<&Expr> {
     match e.kind() {
         ExprKind::Call {
@@ -863,7 +839,7 @@ fn split_conjunction(e: &Expr, out: &mut Vec<Expr>) {
 struct Steady<'a> {
     var: &'a str,
     /// Names bound inside the loop body: a bound mentioning one is useless.
-    inner_names: FastHashSet<String>,
+    inner_names: FastHashSet<&'a str>,
     /// Names that differ across the lanes of an enclosing vectorised loop
     /// (see [`Partitioner::lane_names`]): a bound mentioning one would give
     /// the pieces different ranges in different lanes, and `vectorize`

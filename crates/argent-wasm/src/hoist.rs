@@ -20,31 +20,10 @@ use wasm_encoder::{Instruction as I, ValType};
 const MAX_HOISTED: usize = 64;
 
 /// Every name bound inside `body` (by lets and loops), and `var`.
-pub(crate) fn names_bound_in(body: &Stmt, var: &str) -> FastHashSet<String> {
-    struct Names(FastHashSet<String>);
-    impl Visitor for Names {
-        fn visit_expr(&mut self, e: &Expr) {
-            if let ExprKind::Let { name, .. } = e.kind() {
-                self.0.insert(name.clone());
-            }
-            walk_expr(self, e);
-        }
-        fn visit_stmt(&mut self, s: &Stmt) {
-            match s {
-                Stmt::LetStmt { name, .. } => {
-                    self.0.insert(name.clone());
-                }
-                Stmt::For { var, .. } => {
-                    self.0.insert(var.clone());
-                }
-                _ => {}
-            }
-            walk_stmt(self, s);
-        }
-    }
-    let mut names = Names(FastHashSet::from_iter([var.to_string()]));
-    names.visit_stmt(body);
-    names.0
+pub(crate) fn names_bound_in<'s>(body: &'s Stmt, var: &'s str) -> FastHashSet<&'s str> {
+    let mut names = argent_ir::visit::names_bound_in(body);
+    names.insert(var);
+    names
 }
 
 /// Whether `body` contains a loop.
@@ -86,7 +65,7 @@ fn nontrivial(e: &Expr) -> bool {
 /// Finds the largest invariant scalar subexpressions of a loop body.
 struct Finder<'a, 'c> {
     builder: &'a FnBuilder<'c>,
-    bound: &'a FastHashSet<String>,
+    bound: &'a FastHashSet<&'a str>,
     /// Whether each free name is a scalar bound outside the loop.
     outside: FastHashMap<String, bool>,
     found: Vec<Expr>,
@@ -113,7 +92,7 @@ impl Finder<'_, '_> {
         let children: Vec<&Expr> = match e.kind() {
             ExprKind::IntImm(_) | ExprKind::FloatImm(_) => return true,
             ExprKind::Var(n) => {
-                if self.bound.contains(n) {
+                if self.bound.contains(n.as_str()) {
                     return false;
                 }
                 if let Some(&known) = self.outside.get(n) {
@@ -168,7 +147,7 @@ impl FnBuilder<'_> {
     /// Returns how many were hoisted.
     pub(crate) fn hoist_scalars(
         &mut self,
-        bound: &FastHashSet<String>,
+        bound: &FastHashSet<&str>,
         body: &Stmt,
     ) -> Result<Vec<Expr>, CodegenError> {
         let mut finder = Finder {
@@ -277,10 +256,10 @@ fn scaled(t: &Expr, c: i64) -> Expr {
 impl FnBuilder<'_> {
     /// Whether scalar `e` is plain arithmetic on scalars bound outside the
     /// loop (not in `bound`).
-    fn invariant(&self, e: &Expr, bound: &FastHashSet<String>) -> bool {
+    fn invariant(&self, e: &Expr, bound: &FastHashSet<&str>) -> bool {
         struct Check<'a, 'b, 'c> {
             builder: &'a FnBuilder<'c>,
-            bound: &'b FastHashSet<String>,
+            bound: &'b FastHashSet<&'b str>,
             ok: bool,
         }
         impl Visitor for Check<'_, '_, '_> {
@@ -290,7 +269,7 @@ impl FnBuilder<'_> {
                 }
                 match e.kind() {
                     ExprKind::Var(n) => {
-                        self.ok = !self.bound.contains(n)
+                        self.ok = !self.bound.contains(n.as_str())
                             && matches!(self.builder.lookup(n), Some(Binding::Scalar { .. }))
                     }
                     ExprKind::Load { .. }
@@ -324,7 +303,7 @@ impl FnBuilder<'_> {
         &mut self,
         var: &str,
         var_local: u32,
-        bound: &FastHashSet<String>,
+        bound: &FastHashSet<&str>,
         body: &Stmt,
     ) -> Result<usize, CodegenError> {
         /// The (buffer, index) of every access, and the buffers allocated
@@ -598,7 +577,7 @@ const MAX_HOISTED_PARTS: usize = 8;
 /// write, at indices that do not change in the loop.
 struct VectorFinder<'a, 'c> {
     builder: &'a FnBuilder<'c>,
-    bound: &'a FastHashSet<String>,
+    bound: &'a FastHashSet<&'a str>,
     /// Buffers the body stores to (their loads may change).
     written: FastHashSet<String>,
     found: Vec<Expr>,
@@ -637,7 +616,7 @@ impl VectorFinder<'_, '_> {
         let children: Vec<&Expr> = match e.kind() {
             ExprKind::IntImm(_) | ExprKind::FloatImm(_) => return true,
             ExprKind::Var(n) => {
-                return !self.bound.contains(n)
+                return !self.bound.contains(n.as_str())
                     && matches!(self.builder.lookup(n), Some(Binding::Scalar { .. }));
             }
             // The arms of a scalar select run conditionally: nothing in
@@ -697,7 +676,7 @@ impl FnBuilder<'_> {
     /// to run: the loads then happen anyway. Returns how many there are.
     pub(crate) fn hoist_vectors(
         &mut self,
-        bound: &FastHashSet<String>,
+        bound: &FastHashSet<&str>,
         body: &Stmt,
     ) -> Result<usize, CodegenError> {
         struct Written(FastHashSet<String>);

@@ -964,7 +964,7 @@ impl FnBuilder<'_> {
     /// a register instead of splatting again on every iteration.
     pub(crate) fn hoist_splats(
         &mut self,
-        bound: &FastHashSet<String>,
+        bound: &FastHashSet<&str>,
         body: &Stmt,
     ) -> Result<(), CodegenError> {
         // Enough registers for the hot broadcasts of big bodies, few enough
@@ -1022,14 +1022,14 @@ impl FnBuilder<'_> {
         }
         /// Whether `e` is plain scalar arithmetic on variables outside `bound`.
         struct Invariant<'a> {
-            bound: &'a FastHashSet<String>,
+            bound: &'a FastHashSet<&'a str>,
             vars: Vec<String>,
             ok: bool,
         }
         impl Visitor for Invariant<'_> {
             fn visit_expr(&mut self, e: &Expr) {
                 match e.kind() {
-                    ExprKind::Var(n) if self.bound.contains(n) => self.ok = false,
+                    ExprKind::Var(n) if self.bound.contains(n.as_str()) => self.ok = false,
                     ExprKind::Var(n) => self.vars.push(n.clone()),
                     ExprKind::Load { .. }
                     | ExprKind::Let { .. }
