@@ -32,8 +32,10 @@ use argent_ir::visit::{
     Mutator, Visitor, mutate_expr_children, mutate_stmt_children, walk_expr, walk_stmt,
 };
 use argent_ir::{CallTarget, Expr, ExprKind, Stmt};
+use fast_hash::FastHasher;
 use std::cmp::Ordering;
 use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
 
 /// Whether `e` is a constant: an integer or float immediate, or a
 /// broadcast of one.
@@ -390,6 +392,77 @@ pub fn stmt_uses_var(s: &Stmt, name: &str) -> bool {
     let mut f = Finder { name, found: false };
     f.visit_stmt(s);
     f.found
+}
+
+/// A hash of `e`'s structure: expressions equal by [`expr_eq`] hash
+/// equally. The key of the memos of passes that meet the same expression
+/// many times (a stencil's taps): partitioning's proofs, flattening's
+/// indices.
+pub fn structural_hash(e: &Expr) -> u64 {
+    fn walk(e: &Expr, h: &mut FastHasher) {
+        e.ty().hash(h);
+        std::mem::discriminant(e.kind()).hash(h);
+        match e.kind() {
+            ExprKind::IntImm(v) => v.hash(h),
+            ExprKind::FloatImm(v) => v.to_bits().hash(h),
+            ExprKind::Var(n) => n.hash(h),
+            ExprKind::Cast { value, saturating } => {
+                saturating.hash(h);
+                walk(value, h);
+            }
+            ExprKind::Unary { op, value } => {
+                op.hash(h);
+                walk(value, h);
+            }
+            ExprKind::Binary { op, a, b } => {
+                op.hash(h);
+                walk(a, h);
+                walk(b, h);
+            }
+            ExprKind::Select {
+                cond,
+                then,
+                otherwise,
+            } => {
+                walk(cond, h);
+                walk(then, h);
+                walk(otherwise, h);
+            }
+            ExprKind::Call { target, args } => {
+                target.hash(h);
+                args.iter().for_each(|a| walk(a, h));
+            }
+            ExprKind::Let { name, value, body } => {
+                name.hash(h);
+                walk(value, h);
+                walk(body, h);
+            }
+            ExprKind::Load { buffer, index } => {
+                buffer.hash(h);
+                walk(index, h);
+            }
+            ExprKind::Ramp {
+                base,
+                stride,
+                lanes,
+            } => {
+                lanes.hash(h);
+                walk(base, h);
+                walk(stride, h);
+            }
+            ExprKind::Broadcast { value, lanes } => {
+                lanes.hash(h);
+                walk(value, h);
+            }
+            ExprKind::Shuffle { vectors, indices } => {
+                indices.hash(h);
+                vectors.iter().for_each(|v| walk(v, h));
+            }
+        }
+    }
+    let mut h = FastHasher::default();
+    walk(e, &mut h);
+    h.finish()
 }
 
 /// The names of all variables occurring in `e`, without duplicates.

@@ -35,10 +35,51 @@ use std::cmp::Ordering;
 /// assignment of its free variables (assuming, like Halide, that `i32`
 /// arithmetic in comparisons and `min`/`max` does not overflow).
 pub fn simplify(e: &Expr) -> Expr {
+    let key = crate::structural_hash(e);
+    let known = SIMPLIFIED.with_borrow(|simplified| {
+        simplified
+            .get(&key)?
+            .iter()
+            .find(|(input, _)| expr_eq(input, e))
+            .map(|(_, output)| output.clone())
+    });
+    if let Some(output) = known {
+        return output;
+    }
     let mut simplifier = Simplifier::fresh();
     let r = simplifier.expr(e);
     simplifier.recycle();
+    SIMPLIFIED.with_borrow_mut(|simplified| {
+        if simplified.len() >= SIMPLIFIED_MAX_ENTRIES {
+            simplified.clear();
+        }
+        simplified
+            .entry(key)
+            .or_default()
+            .push((e.clone(), r.clone()));
+    });
     r
+}
+
+// What [`simplify`] returned, by the structural hash of its input: the
+// passes ask it about the same expressions again and again (box_blur's
+// compile makes 223 calls on 130 different expressions: the taps of a
+// stencil, the same bound from several passes), and its result depends on
+// the expression alone.
+thread_local! {
+    static SIMPLIFIED: RefCell<FastHashMap<u64, Vec<(Expr, Expr)>>> =
+        RefCell::new(FastHashMap::default());
+}
+
+/// The most inputs [`SIMPLIFIED`] remembers before it starts again, which
+/// bounds what it keeps alive between compiles (local_laplacian's compile
+/// simplifies about 850 different expressions).
+const SIMPLIFIED_MAX_ENTRIES: usize = 2048;
+
+/// Empties [`simplify`]'s memo. Lowering calls it when it starts, so what
+/// one compile simplified does not outlive the next.
+pub fn forget_simplified() {
+    let _ = SIMPLIFIED.try_with(|simplified| simplified.borrow_mut().clear());
 }
 
 /// Simplify a statement: every expression in it, plus dead-code rules
@@ -2059,6 +2100,28 @@ mod tests {
             assert_eq!(type_range(ty), expected, "{ty}");
             assert_eq!(type_range(ty.with_lanes(4)), expected, "{ty} x 4");
         }
+    }
+
+    /// The memo of `simplify` answers only for the same expression: equal
+    /// structure, and floats equal to the bit (`x + 0.0` is not `x`: it
+    /// turns -0.0 into 0.0; `x + -0.0` is `x`), from fresh nodes as well.
+    #[test]
+    fn remembered_simplifications_answer_only_the_same_expression() {
+        let x = || Expr::var(Type::F32, "x");
+        let plus = |zero: f64| Expr::add(x(), Expr::f32(zero));
+        for _ in 0..2 {
+            let negative = simplify(&plus(-0.0));
+            let positive = simplify(&plus(0.0));
+            assert_eq!(negative.to_string(), simplify(&plus(-0.0)).to_string());
+            assert_eq!(positive.to_string(), simplify(&plus(0.0)).to_string());
+            assert_ne!(negative.to_string(), positive.to_string());
+            forget_simplified();
+        }
+        let y = Expr::var_i32("y");
+        let sum = Expr::add(Expr::add(y.clone(), Expr::i32(1)), Expr::i32(2));
+        assert_eq!(simplify(&sum).to_string(), "(y + 3)");
+        let other = Expr::add(Expr::add(y, Expr::i32(1)), Expr::i32(3));
+        assert_eq!(simplify(&other).to_string(), "(y + 4)");
     }
 
     #[test]

@@ -190,6 +190,8 @@ impl Recorder {
 /// lowers to a body with input checks, `realize blur_x`, `produce blur_x`
 /// loops and then `produce blur_y` loops over the output buffer's region.
 pub fn lower(pipeline: &Pipeline, options: &LowerOptions) -> Result<Lowered, LowerError> {
+    // The simplifier's memo holds the previous compile's expressions.
+    argent_arith::simplify::forget_simplified();
     let timing = options.time_passes.then(|| (Vec::new(), Clock::now()));
     let tree = schedule_tree::build(pipeline)?;
     let wanted = options

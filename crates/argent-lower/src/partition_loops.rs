@@ -33,7 +33,7 @@
 use argent_arith::fast_hash::{FastHashMap, FastHashSet, FastHasher};
 use argent_arith::interval::{Interval, Scope, bounds_of_expr_in_scope};
 use argent_arith::simplify::split_linear;
-use argent_arith::{const_int, simplify, var_names, vars_of};
+use argent_arith::{const_int, simplify, structural_hash, var_names, vars_of};
 use argent_ir::visit::{
     Mutator, ScopedMutator, Visitor, expr_any, expr_uses_var, mutate_expr_children,
     mutate_expr_scoped, mutate_stmt_children, mutate_stmt_scoped, names_bound_in, substitute,
@@ -569,75 +569,6 @@ fn substitute_lets(lets: &[(String, Expr)], e: &Expr) -> Option<Expr> {
 
 /// The largest condition (in nodes) that partitioning reasons about.
 const MAX_NODES: usize = 400;
-
-/// A hash of `e`'s structure (equal expressions hash equally), the key of
-/// [`Prover`]'s memo of proofs.
-fn structural_hash(e: &Expr) -> u64 {
-    fn walk(e: &Expr, h: &mut FastHasher) {
-        e.ty().hash(h);
-        std::mem::discriminant(e.kind()).hash(h);
-        match e.kind() {
-            ExprKind::IntImm(v) => v.hash(h),
-            ExprKind::FloatImm(v) => v.to_bits().hash(h),
-            ExprKind::Var(n) => n.hash(h),
-            ExprKind::Cast { value, saturating } => {
-                saturating.hash(h);
-                walk(value, h);
-            }
-            ExprKind::Unary { op, value } => {
-                op.hash(h);
-                walk(value, h);
-            }
-            ExprKind::Binary { op, a, b } => {
-                op.hash(h);
-                walk(a, h);
-                walk(b, h);
-            }
-            ExprKind::Select {
-                cond,
-                then,
-                otherwise,
-            } => {
-                walk(cond, h);
-                walk(then, h);
-                walk(otherwise, h);
-            }
-            ExprKind::Call { target, args } => {
-                target.hash(h);
-                args.iter().for_each(|a| walk(a, h));
-            }
-            ExprKind::Let { name, value, body } => {
-                name.hash(h);
-                walk(value, h);
-                walk(body, h);
-            }
-            ExprKind::Load { buffer, index } => {
-                buffer.hash(h);
-                walk(index, h);
-            }
-            ExprKind::Ramp {
-                base,
-                stride,
-                lanes,
-            } => {
-                lanes.hash(h);
-                walk(base, h);
-                walk(stride, h);
-            }
-            ExprKind::Broadcast { value, lanes } => {
-                lanes.hash(h);
-                walk(value, h);
-            }
-            ExprKind::Shuffle { vectors, indices } => {
-                indices.hash(h);
-                vectors.iter().for_each(|v| walk(v, h));
-            }
-        }
-    }
-    let mut h = FastHasher::default();
-    walk(e, &mut h);
-    h.finish()
-}
 
 fn node_count(e: &Expr) -> usize {
     struct Count(usize);
