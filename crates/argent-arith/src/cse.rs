@@ -127,13 +127,26 @@ fn inline_lets(e: &Expr) -> Expr {
 
 /// Apply [`cse`] to every expression of a statement separately.
 pub fn cse_stmt(s: &Stmt) -> Stmt {
-    struct EachExpr;
+    /// `cse` of each expression, remembered by structure: its result
+    /// depends on the expression alone (its fresh names avoid the names
+    /// the expression mentions, and its lets are scoped to it), and the
+    /// pieces of a partitioned loop repeat the same expressions.
+    struct EachExpr(FastHashMap<u64, Vec<(Expr, Expr)>>);
     impl Mutator for EachExpr {
         fn mutate_expr(&mut self, e: &Expr) -> Expr {
-            cse(e)
+            if is_trivial(e) {
+                return e.clone();
+            }
+            let known = self.0.entry(crate::structural_hash(e)).or_default();
+            if let Some((_, output)) = known.iter().find(|(input, _)| expr_eq(input, e)) {
+                return output.clone();
+            }
+            let output = cse(e);
+            known.push((e.clone(), output.clone()));
+            output
         }
     }
-    EachExpr.mutate_stmt(s)
+    EachExpr(FastHashMap::default()).mutate_stmt(s)
 }
 
 /// Fresh names that do not clash with any variable of the input.
