@@ -19,6 +19,8 @@
 //   the output in the pipeline's memory, `Pipeline.allocateImage`: no
 //   copies; a runtime without shared memory copies them anyway)
 //   [--size WxH] (default 3072x2048)
+//   [--files A.ag,B.ag] (pipelines of one gray u16 input, run instead of
+//   the default workloads unless --workloads is given too)
 //   [--workloads blur,gaussian] (the workloads whose names contain one of
 //   the words; default: blur, strip blur and unsharp)
 //   [--back-to-back K] (each configuration runs K times in a row before the
@@ -77,6 +79,15 @@ const workloads = [
     input: () => image(Uint16Array, 1, 12),
   },
 ];
+// --files A.ag,B.ag adds pipelines of one gray u16 input (12 significant
+// bits), each a workload named after its file: schedule variants of the
+// blur or the gaussian, to see which scale.
+const filesAt = process.argv.indexOf("--files");
+if (filesAt > 0) {
+  for (const file of process.argv[filesAt + 1].split(",")) {
+    workloads.push({ extra: true, name: `${file} ${W}x${H} u16`, file, input: () => image(Uint16Array, 1, 12) });
+  }
+}
 // --workloads blur,gaussian keeps the workloads whose names contain one of
 // the words (default: all but the gaussian, as before it was added).
 const workloadsAt = process.argv.indexOf("--workloads");
@@ -84,6 +95,7 @@ const chosenWorkloads =
   workloadsAt > 0
     ? workloads.filter((w) => process.argv[workloadsAt + 1].split(",").some((word) => w.name.includes(word)))
     : workloads.filter((w) => !w.name.startsWith("gaussian"));
+if (filesAt > 0 && workloadsAt < 0) chosenWorkloads.splice(0, chosenWorkloads.length, ...workloads.filter((w) => w.extra));
 const allConfigs = {
   1: { label: "1 thread", options: { threads: 1 } },
   2: { label: "2 threads", options: { threads: 2 } },
@@ -138,7 +150,7 @@ const loadBefore = loadavg();
 const calibrationBefore = await calibrate();
 const rows = [];
 for (const workload of chosenWorkloads) {
-  const source = readFileSync(join(repo, workload.file), "utf8");
+  const source = readFileSync(resolve(repo, workload.file), "utf8");
   const input = workload.input();
   const setups = [];
   for (const build of builds) for (const config of configs) {
