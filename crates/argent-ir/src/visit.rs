@@ -359,6 +359,83 @@ pub fn mutate_stmt_children<M: Mutator + ?Sized>(m: &mut M, s: &Stmt) -> Stmt {
     }
 }
 
+/// `s` rebuilt with each statement directly inside it replaced by `f` of
+/// that statement; its own expressions are kept as they are (shared, not
+/// copied), and a block keeps its shape (no flattening). For passes that
+/// rewrite some statements and only recurse through the others.
+///
+/// ```text
+/// for (x, 0, n) { body }      ==>  for (x, 0, n) { f(body) }
+/// if (c) { a } else { b }     ==>  if (c) { f(a) } else { f(b) }
+/// store, provide, evaluate    ==>  unchanged
+/// ```
+pub fn map_child_stmts(s: &Stmt, mut f: impl FnMut(&Stmt) -> Stmt) -> Stmt {
+    match s {
+        Stmt::LetStmt { name, value, body } => Stmt::LetStmt {
+            name: name.clone(),
+            value: value.clone(),
+            body: Box::new(f(body)),
+        },
+        Stmt::ProducerConsumer {
+            func,
+            producing,
+            body,
+        } => Stmt::ProducerConsumer {
+            func: func.clone(),
+            producing: *producing,
+            body: Box::new(f(body)),
+        },
+        Stmt::For {
+            var,
+            min,
+            extent,
+            kind,
+            body,
+        } => Stmt::For {
+            var: var.clone(),
+            min: min.clone(),
+            extent: extent.clone(),
+            kind: *kind,
+            body: Box::new(f(body)),
+        },
+        Stmt::Realize {
+            func,
+            ty,
+            bounds,
+            body,
+        } => Stmt::Realize {
+            func: func.clone(),
+            ty: *ty,
+            bounds: bounds.clone(),
+            body: Box::new(f(body)),
+        },
+        Stmt::Allocate {
+            buffer,
+            ty,
+            size,
+            body,
+        } => Stmt::Allocate {
+            buffer: buffer.clone(),
+            ty: *ty,
+            size: size.clone(),
+            body: Box::new(f(body)),
+        },
+        Stmt::Block(stmts) => Stmt::Block(stmts.iter().map(f).collect()),
+        Stmt::IfThenElse {
+            cond,
+            then,
+            otherwise,
+        } => Stmt::IfThenElse {
+            cond: cond.clone(),
+            then: Box::new(f(then)),
+            otherwise: otherwise.as_ref().map(|o| Box::new(f(o))),
+        },
+        Stmt::Assert { .. } | Stmt::Provide { .. } | Stmt::Store { .. } | Stmt::Evaluate(_) => {
+            s.clone()
+        }
+    }
+}
+
 /// A [`Mutator`] that keeps track of the names bound around the code it
 /// rewrites (a pass's own scope: known values of `let`s, ranges of loops,
 /// names that hide others). [`mutate_expr_scoped`] and
@@ -511,4 +588,52 @@ pub fn expr_any(e: &Expr, pred: impl FnMut(&Expr) -> bool) -> bool {
 /// Whether `e` mentions the variable `name` (free or not).
 pub fn expr_uses_var(e: &Expr, name: &str) -> bool {
     expr_any(e, |e| matches!(e.kind(), ExprKind::Var(n) if n == name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{ForKind, Type};
+
+    fn store(buffer: &str, value: Expr) -> Stmt {
+        Stmt::Store {
+            buffer: buffer.into(),
+            index: Expr::var_i32("x"),
+            value,
+        }
+    }
+
+    #[test]
+    fn map_child_stmts_rewrites_only_the_enclosed_statements() {
+        let extent = Expr::add(Expr::var_i32("w"), Expr::i32(1));
+        let inner = Stmt::Block(vec![store("a", Expr::i32(1)), store("b", Expr::i32(2))]);
+        let for_loop = Stmt::For {
+            var: "x".into(),
+            min: Expr::i32(0),
+            extent: extent.clone(),
+            kind: ForKind::Serial,
+            body: Box::new(inner),
+        };
+        let renamed = |s: &Stmt| match s {
+            Stmt::Store { index, value, .. } => Stmt::Store {
+                buffer: "c".into(),
+                index: index.clone(),
+                value: value.clone(),
+            },
+            other => other.clone(),
+        };
+        // The loop's body (a block) is handed over whole; its bounds are
+        // the same expressions, not copies.
+        let Stmt::For {
+            extent: e, body, ..
+        } = map_child_stmts(&for_loop, |b| map_child_stmts(b, renamed))
+        else {
+            panic!("a loop stays a loop");
+        };
+        assert!(e.same_as(&extent));
+        assert_eq!(body.to_string(), "c[x] = 1\nc[x] = 2\n");
+        // Statements with nothing inside come back as they are.
+        let leaf = store("a", Expr::var(Type::I32, "v"));
+        assert_eq!(map_child_stmts(&leaf, |_| unreachable!()), leaf);
+    }
 }

@@ -12,7 +12,7 @@ use crate::arith::{FuncValues, Interval, Scope, bounds_of_expr, simplify};
 use crate::error::{LowerBug, LowerError};
 use crate::schedule_tree::{Level, ScheduleTree};
 use crate::synthesize::stage_dims;
-use argent_ir::visit::{Mutator, Visitor, mutate_stmt_children};
+use argent_ir::visit::{Mutator, Visitor, map_child_stmts, mutate_stmt_children};
 use argent_ir::{AssertKind, CallTarget, Expr, ExprKind, Pipeline, Range, Stmt, buffer_field};
 
 /// A box: one interval per dimension.
@@ -813,26 +813,14 @@ impl Mutator for LetPlacer<'_> {
                 self.state = Placement::Found;
                 s.clone()
             }
-            Stmt::For {
-                var,
-                min,
-                extent,
-                kind,
-                body,
-            } => {
-                let mut body = self.mutate_stmt(body);
-                if self.state == Placement::Found {
-                    body = after_leading_lets(&body, self.func, self.lets);
-                    self.state = Placement::Placed;
+            Stmt::For { .. } => map_child_stmts(s, |body| {
+                let body = self.mutate_stmt(body);
+                if self.state != Placement::Found {
+                    return body;
                 }
-                Stmt::For {
-                    var: var.clone(),
-                    min: min.clone(),
-                    extent: extent.clone(),
-                    kind: *kind,
-                    body: Box::new(body),
-                }
-            }
+                self.state = Placement::Placed;
+                after_leading_lets(&body, self.func, self.lets)
+            }),
             _ => mutate_stmt_children(self, s),
         }
     }
@@ -845,22 +833,10 @@ impl Mutator for LetPlacer<'_> {
 /// its producer's, must enclose it.
 fn after_leading_lets(s: &Stmt, func: &str, lets: &[(String, Expr)]) -> Stmt {
     match s {
-        Stmt::LetStmt { name, value, body } => Stmt::LetStmt {
-            name: name.clone(),
-            value: value.clone(),
-            body: Box::new(after_leading_lets(body, func, lets)),
-        },
-        Stmt::Realize {
-            func: realized,
-            ty,
-            bounds,
-            body,
-        } if realized == func => Stmt::Realize {
-            func: realized.clone(),
-            ty: *ty,
-            bounds: bounds.clone(),
-            body: Box::new(after_leading_lets(body, func, lets)),
-        },
+        Stmt::LetStmt { .. } => map_child_stmts(s, |b| after_leading_lets(b, func, lets)),
+        Stmt::Realize { func: realized, .. } if realized == func => {
+            map_child_stmts(s, |b| after_leading_lets(b, func, lets))
+        }
         _ => wrap_lets(lets, s.clone()),
     }
 }

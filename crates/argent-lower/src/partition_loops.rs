@@ -35,9 +35,9 @@ use argent_arith::interval::{Interval, Scope, bounds_of_expr_in_scope};
 use argent_arith::simplify::split_linear;
 use argent_arith::{const_int, simplify, structural_hash, var_names, vars_of};
 use argent_ir::visit::{
-    Mutator, ScopedMutator, Visitor, expr_any, expr_uses_var, mutate_expr_children,
-    mutate_expr_scoped, mutate_stmt_children, mutate_stmt_scoped, names_bound_in, substitute,
-    walk_expr, walk_stmt,
+    Mutator, ScopedMutator, Visitor, expr_any, expr_uses_var, map_child_stmts,
+    mutate_expr_children, mutate_expr_scoped, mutate_stmt_children, mutate_stmt_scoped,
+    names_bound_in, substitute, walk_expr, walk_stmt,
 };
 use argent_ir::{BinOp, CallTarget, Expr, ExprKind, ForKind, Intrinsic, Stmt, Type, UnaryOp};
 use std::cell::RefCell;
@@ -1520,7 +1520,7 @@ impl Steady<'_> {
     /// expressions untouched: they also run outside the steady state).
     fn version(&mut self, s: &Stmt) -> Stmt {
         match s {
-            Stmt::Block(v) => Stmt::Block(v.iter().map(|s| self.version(s)).collect()),
+            Stmt::Block(_) => map_child_stmts(s, |s| self.version(s)),
             Stmt::LetStmt { name, value, body } => {
                 // The binding stays as it is (it also runs outside the
                 // steady state), but inside the versions its value is the
@@ -1546,37 +1546,9 @@ impl Steady<'_> {
                     body: Box::new(body),
                 }
             }
-            Stmt::ProducerConsumer {
-                func,
-                producing,
-                body,
-            } => Stmt::ProducerConsumer {
-                func: func.clone(),
-                producing: *producing,
-                body: Box::new(self.version(body)),
-            },
-            Stmt::Realize {
-                func,
-                ty,
-                bounds,
-                body,
-            } => Stmt::Realize {
-                func: func.clone(),
-                ty: *ty,
-                bounds: bounds.clone(),
-                body: Box::new(self.version(body)),
-            },
-            Stmt::Allocate {
-                buffer,
-                ty,
-                size,
-                body,
-            } => Stmt::Allocate {
-                buffer: buffer.clone(),
-                ty: *ty,
-                size: size.clone(),
-                body: Box::new(self.version(body)),
-            },
+            Stmt::ProducerConsumer { .. } | Stmt::Realize { .. } | Stmt::Allocate { .. } => {
+                map_child_stmts(s, |body| self.version(body))
+            }
             Stmt::For {
                 var,
                 min,

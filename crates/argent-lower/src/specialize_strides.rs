@@ -22,7 +22,7 @@
 //! out[ramp(out.stride.0 * x, out.stride.0, 8)] = ..   ==>   out[ramp(x, 1, 8)] = ..
 //! ```
 
-use argent_ir::visit::{Mutator, Visitor, mutate_expr_children, walk_expr};
+use argent_ir::visit::{Mutator, Visitor, map_child_stmts, mutate_expr_children, walk_expr};
 use argent_ir::{AssertKind, BufferArg, Expr, ExprKind, ForKind, Stmt};
 use std::collections::HashMap;
 
@@ -86,49 +86,17 @@ pub fn specialize_strides(
 /// that mentions the innermost stride of a buffer argument versioned.
 fn version_nests(s: &Stmt, strides: &[(String, i64)]) -> Stmt {
     match s {
-        Stmt::Block(stmts) => {
-            Stmt::Block(stmts.iter().map(|s| version_nests(s, strides)).collect())
+        Stmt::Block(_) | Stmt::ProducerConsumer { .. } => {
+            map_child_stmts(s, |s| version_nests(s, strides))
         }
-        Stmt::LetStmt { name, value, body }
-            if mentioned(strides, |v| v.visit_expr(value)).is_empty() =>
+        // Code that does not mention a stride itself is versioned inside.
+        Stmt::LetStmt { value: e, .. }
+        | Stmt::Allocate { size: e, .. }
+        | Stmt::IfThenElse { cond: e, .. }
+            if mentioned(strides, |v| v.visit_expr(e)).is_empty() =>
         {
-            Stmt::LetStmt {
-                name: name.clone(),
-                value: value.clone(),
-                body: Box::new(version_nests(body, strides)),
-            }
+            map_child_stmts(s, |s| version_nests(s, strides))
         }
-        Stmt::ProducerConsumer {
-            func,
-            producing,
-            body,
-        } => Stmt::ProducerConsumer {
-            func: func.clone(),
-            producing: *producing,
-            body: Box::new(version_nests(body, strides)),
-        },
-        Stmt::Allocate {
-            buffer,
-            ty,
-            size,
-            body,
-        } if mentioned(strides, |v| v.visit_expr(size)).is_empty() => Stmt::Allocate {
-            buffer: buffer.clone(),
-            ty: *ty,
-            size: size.clone(),
-            body: Box::new(version_nests(body, strides)),
-        },
-        Stmt::IfThenElse {
-            cond,
-            then,
-            otherwise,
-        } if mentioned(strides, |v| v.visit_expr(cond)).is_empty() => Stmt::IfThenElse {
-            cond: cond.clone(),
-            then: Box::new(version_nests(then, strides)),
-            otherwise: otherwise
-                .as_ref()
-                .map(|o| Box::new(version_nests(o, strides))),
-        },
         // A serial loop around other loops is versioned inside, where
         // its stages are (a tile loop computes many stages of which few
         // touch the buffer arguments); the innermost serial loops are

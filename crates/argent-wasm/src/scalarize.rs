@@ -4,6 +4,7 @@
 //! `v#1`, ...; the emitter resolves `v#i` either to such a scalar binding
 //! or to lane `i` of a vector binding named `v`.
 
+use argent_ir::visit::map_child_stmts;
 use argent_ir::{Expr, ExprKind, Stmt};
 
 /// The name of lane `lane` of vector variable `name`.
@@ -126,11 +127,6 @@ pub fn scalarize_stmt(s: &Stmt) -> Stmt {
             }
             out
         }
-        Stmt::LetStmt { name, value, body } => Stmt::LetStmt {
-            name: name.clone(),
-            value: value.clone(),
-            body: Box::new(scalarize_stmt(body)),
-        },
         Stmt::Store {
             buffer,
             index,
@@ -147,65 +143,7 @@ pub fn scalarize_stmt(s: &Stmt) -> Stmt {
                     .collect(),
             )
         }
-        Stmt::Assert { cond, kind, args } => Stmt::Assert {
-            cond: cond.clone(),
-            kind: kind.clone(),
-            args: args.clone(),
-        },
-        Stmt::ProducerConsumer {
-            func,
-            producing,
-            body,
-        } => Stmt::ProducerConsumer {
-            func: func.clone(),
-            producing: *producing,
-            body: Box::new(scalarize_stmt(body)),
-        },
-        Stmt::For {
-            var,
-            min,
-            extent,
-            kind,
-            body,
-        } => Stmt::For {
-            var: var.clone(),
-            min: min.clone(),
-            extent: extent.clone(),
-            kind: *kind,
-            body: Box::new(scalarize_stmt(body)),
-        },
-        Stmt::Allocate {
-            buffer,
-            ty,
-            size,
-            body,
-        } => Stmt::Allocate {
-            buffer: buffer.clone(),
-            ty: *ty,
-            size: size.clone(),
-            body: Box::new(scalarize_stmt(body)),
-        },
-        Stmt::Realize {
-            func,
-            ty,
-            bounds,
-            body,
-        } => Stmt::Realize {
-            func: func.clone(),
-            ty: *ty,
-            bounds: bounds.clone(),
-            body: Box::new(scalarize_stmt(body)),
-        },
-        Stmt::Block(stmts) => Stmt::Block(stmts.iter().map(scalarize_stmt).collect()),
-        Stmt::IfThenElse {
-            cond,
-            then,
-            otherwise,
-        } => Stmt::IfThenElse {
-            cond: cond.clone(),
-            then: Box::new(scalarize_stmt(then)),
-            otherwise: otherwise.as_ref().map(|o| Box::new(scalarize_stmt(o))),
-        },
-        other => other.clone(),
+        // Everything else is scalar already; recurse into what it encloses.
+        other => map_child_stmts(other, scalarize_stmt),
     }
 }
