@@ -4,7 +4,7 @@
 //! `v#1`, ...; the emitter resolves `v#i` either to such a scalar binding
 //! or to lane `i` of a vector binding named `v`.
 
-use argent_ir::visit::map_child_stmts;
+use argent_ir::visit::{Visitor, map_child_stmts, walk_expr};
 use argent_ir::{Expr, ExprKind, Stmt};
 
 /// The name of lane `lane` of vector variable `name`.
@@ -64,21 +64,36 @@ pub fn lane_of(e: &Expr, lane: u16) -> Expr {
                 args: args.iter().map(|a| lane_of(a, lane)).collect(),
             },
         ),
-        ExprKind::Let { name, value, body } => {
-            let (name, value) = if value.ty().is_vector() {
-                (lane_name(name, lane), lane_of(value, lane))
-            } else {
-                (name.clone(), value.clone())
-            };
-            Expr::new(
-                elem,
-                ExprKind::Let {
-                    name,
-                    value,
-                    body: lane_of(body, lane),
-                },
-            )
+        ExprKind::Let { name, value, body } if value.ty().is_vector() => {
+            // The body's lane may read other lanes of the value than its
+            // own (a shuffle interleaving two vectors, a value of another
+            // width), so each lane of the value that it reads is bound.
+            let body = lane_of(body, lane);
+            let names: Vec<String> = (0..value.ty().lanes).map(|k| lane_name(name, k)).collect();
+            let read = vars_read(&body, &names);
+            let mut out = body;
+            for k in (0..value.ty().lanes).rev() {
+                if read[k as usize] {
+                    out = Expr::new(
+                        elem,
+                        ExprKind::Let {
+                            name: names[k as usize].clone(),
+                            value: lane_of(value, k),
+                            body: out,
+                        },
+                    );
+                }
+            }
+            out
         }
+        ExprKind::Let { name, value, body } => Expr::new(
+            elem,
+            ExprKind::Let {
+                name: name.clone(),
+                value: value.clone(),
+                body: lane_of(body, lane),
+            },
+        ),
         ExprKind::Load { buffer, index } => Expr::load(elem, buffer.clone(), lane_of(index, lane)),
         ExprKind::Ramp {
             base,
@@ -111,6 +126,31 @@ pub fn lane_of(e: &Expr, lane: u16) -> Expr {
             lane_of(&vectors[0], 0)
         }
     }
+}
+
+/// Which of `names` `e` mentions (free or not: binding a name that an
+/// inner `let` hides as well costs only its computation).
+fn vars_read(e: &Expr, names: &[String]) -> Vec<bool> {
+    struct Reads<'a> {
+        names: &'a [String],
+        read: Vec<bool>,
+    }
+    impl Visitor for Reads<'_> {
+        fn visit_expr(&mut self, e: &Expr) {
+            if let ExprKind::Var(n) = e.kind() {
+                if let Some(k) = self.names.iter().position(|m| m == n) {
+                    self.read[k] = true;
+                }
+            }
+            walk_expr(self, e);
+        }
+    }
+    let mut reads = Reads {
+        names,
+        read: vec![false; names.len()],
+    };
+    reads.visit_expr(e);
+    reads.read
 }
 
 /// Rewrites every vector statement in `s` (stores, lets) into its lanes.

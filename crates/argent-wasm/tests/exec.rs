@@ -1415,6 +1415,32 @@ fn unsigned_division_by_constants_is_exact_for_every_input() {
     check_cases(&batch);
 }
 
+/// Scalar code computes each stored lane by itself: a vector `let` whose
+/// body mixes lanes binds every lane of it that the lane reads (random
+/// schedule 229 of box_blur, compiled without SIMD, met an unbound
+/// `cse19#0`).
+#[test]
+fn lets_read_across_lanes_are_bound_for_each_lane() {
+    let a = random_bytes(128, 29);
+    let out = check_against_reference(
+        &lets_read_across_lanes(),
+        &[typed(a.clone(), 1), zeros(128)],
+        &[],
+    );
+    for i in 0..64 {
+        assert_eq!(
+            out[1][2 * i],
+            a[i].wrapping_add(a[64 + i]),
+            "lane {i}: v + w"
+        );
+        assert_eq!(
+            out[1][2 * i + 1],
+            a[i].wrapping_sub(a[64 + i]),
+            "lane {i}: v - w"
+        );
+    }
+}
+
 #[test]
 fn interleaving_shuffle_is_a_dense_store() {
     let module = interleave_shuffle();

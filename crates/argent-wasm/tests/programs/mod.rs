@@ -480,6 +480,34 @@ pub fn interleave_shuffle() -> argent_ir::Module {
     interleave_planes(Type::U8, 4, 16)
 }
 
+/// `out[x * 8 ..] = let v = a[x * 4 ..] in let w = a[64 + x * 4 ..] in
+/// shuffle(v + w, v - w, [0, 4, 1, 5, 2, 6, 3, 7])` over 4 x u8 values:
+/// lane 1 of the stored vector reads lane 0 of `v` and `w` (the shape CSE
+/// leaves when an unrolled vector loop interleaves its halves).
+pub fn lets_read_across_lanes() -> argent_ir::Module {
+    let quad = Type::U8.with_lanes(4);
+    let v = Expr::var(quad, "v");
+    let w = Expr::var(quad, "w");
+    let body = Expr::shuffle(
+        vec![Expr::add(v.clone(), w.clone()), Expr::sub(v, w)],
+        vec![0, 4, 1, 5, 2, 6, 3, 7],
+    );
+    let value = Expr::let_in(
+        "v",
+        Expr::load(quad, "a", dense(x() * 4, 4)),
+        Expr::let_in("w", Expr::load(quad, "a", dense(x() * 4 + 64, 4)), body),
+    );
+    let loop_body = store("out", dense(x() * 8, 8), value);
+    module(
+        vec![
+            buffer("a", Type::U8, 1, BufferRole::Input),
+            buffer("out", Type::U8, 1, BufferRole::Output),
+        ],
+        vec![],
+        for_loop("x", Expr::i32(0), Expr::i32(16), ForKind::Serial, loop_body),
+    )
+}
+
 /// `rgba[x * k * lanes ..] = shuffle(planes[c * n + x * lanes ..] for c in
 /// 0..k)`: `k` planes of `ty` (`n` elements each, `n` = the output's
 /// extent over `k`) interleaved, `lanes` elements of each plane per
