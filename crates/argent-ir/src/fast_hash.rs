@@ -30,6 +30,29 @@ impl FastHasher {
     }
 }
 
+/// The bytes of `rest` (fewer than 8) as a little-endian word, zero
+/// above them: what copying them into a zeroed `[u8; 8]` gives, read in
+/// at most three loads. The copy, of a length known only at run time,
+/// became a `memory.copy` in the compiler's wasm build, which V8 runs as
+/// a call into the engine: about 10 ns, a dozen thousand times a compile.
+#[inline]
+fn tail_word(rest: &[u8]) -> u64 {
+    let mut word = 0u64;
+    let mut at = 0;
+    if rest.len() >= 4 {
+        word = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]) as u64;
+        at = 4;
+    }
+    if rest.len() - at >= 2 {
+        word |= (u16::from_le_bytes([rest[at], rest[at + 1]]) as u64) << (8 * at);
+        at += 2;
+    }
+    if rest.len() > at {
+        word |= (rest[at] as u64) << (8 * at);
+    }
+    word
+}
+
 impl Hasher for FastHasher {
     #[inline]
     fn write(&mut self, bytes: &[u8]) {
@@ -39,9 +62,7 @@ impl Hasher for FastHasher {
         }
         let rest = chunks.remainder();
         if !rest.is_empty() {
-            let mut last = [0u8; 8];
-            last[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(last));
+            self.add(tail_word(rest));
         }
     }
     #[inline]
@@ -74,6 +95,20 @@ impl Hasher for FastHasher {
 mod tests {
     use super::*;
     use std::hash::{BuildHasher, BuildHasherDefault};
+
+    #[test]
+    fn a_tail_is_read_as_its_zero_padded_word() {
+        let bytes = *b"abcdefg";
+        for n in 1..8 {
+            let mut padded = [0u8; 8];
+            padded[..n].copy_from_slice(&bytes[..n]);
+            assert_eq!(
+                tail_word(&bytes[..n]),
+                u64::from_le_bytes(padded),
+                "{n} bytes"
+            );
+        }
+    }
 
     #[test]
     fn equal_keys_hash_equal_and_different_keys_differ() {
