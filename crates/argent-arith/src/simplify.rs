@@ -168,6 +168,24 @@ fn type_range(ty: Type) -> Bounds {
     }
 }
 
+/// `v.insert(at, item)` by swaps: a linear form has a handful of terms,
+/// and `Vec::insert` shifts them with a copy of run-time length, which the
+/// compiler's wasm build makes a `memory.copy` (a call into the engine).
+fn insert_small<T>(v: &mut Vec<T>, at: usize, item: T) {
+    v.push(item);
+    for i in (at + 1..v.len()).rev() {
+        v.swap(i - 1, i);
+    }
+}
+
+/// `v.remove(at)` by swaps (see [`insert_small`]).
+fn remove_small<T>(v: &mut Vec<T>, at: usize) {
+    for i in at + 1..v.len() {
+        v.swap(i - 1, i);
+    }
+    v.pop();
+}
+
 /// A sum `constant + sum(coefficient * atom)` in the ring of an integer
 /// type; coefficients and constant are kept wrapped to the type.
 #[derive(Clone, Debug)]
@@ -196,14 +214,14 @@ impl Linear {
             Ok(pos) => {
                 let nc = ty.wrap(self.terms[pos].1.wrapping_add(c));
                 if nc == 0 {
-                    self.terms.remove(pos);
+                    remove_small(&mut self.terms, pos);
                 } else {
                     self.terms[pos].1 = nc;
                 }
             }
             Err(pos) => {
                 if ty.wrap(c) != 0 {
-                    self.terms.insert(pos, (t.clone(), ty.wrap(c)));
+                    insert_small(&mut self.terms, pos, (t.clone(), ty.wrap(c)));
                 }
             }
         }

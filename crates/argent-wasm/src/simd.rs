@@ -11,7 +11,7 @@ use crate::CodegenError;
 use crate::emit::{Binding, FnBuilder, VecVal, mem};
 use crate::scalarize::lane_of;
 use argent_ir::fast_hash::FastHashSet;
-use argent_ir::visit::{Visitor, walk_expr};
+use argent_ir::visit::{Visitor, for_each_child, walk_expr};
 use argent_ir::{BinOp, CallTarget, Expr, ExprKind, Intrinsic, Stmt, Type, UnaryOp};
 use wasm_encoder::{Instruction as I, ValType};
 
@@ -657,38 +657,36 @@ impl FnBuilder<'_> {
         /// Enough for the index arithmetic of a gather; bigger values stay
         /// tied to their let scopes.
         const MAX_NODES: usize = 48;
-        struct Vars {
-            names: Vec<String>,
-            nodes: usize,
-        }
-        impl Visitor for Vars {
-            fn visit_expr(&mut self, e: &Expr) {
-                self.nodes += 1;
-                if self.nodes > MAX_NODES {
-                    return;
+        /// The names `e` reads, each once, borrowed: most have no local
+        /// binding and are dropped, so only the kept ones are copied.
+        fn collect<'e>(e: &'e Expr, names: &mut Vec<&'e str>, nodes: &mut usize) {
+            *nodes += 1;
+            if *nodes > MAX_NODES {
+                return;
+            }
+            match e.kind() {
+                ExprKind::Var(n) => {
+                    if !names.contains(&n.as_str()) {
+                        names.push(n);
+                    }
                 }
-                match e.kind() {
-                    ExprKind::Var(n) if !self.names.contains(n) => self.names.push(n.clone()),
-                    // A let inside changes what its names mean; rare here.
-                    ExprKind::Let { .. } => self.nodes = MAX_NODES + 1,
-                    _ => walk_expr(self, e),
-                }
+                // A let inside changes what its names mean; rare here.
+                ExprKind::Let { .. } => *nodes = MAX_NODES + 1,
+                _ => for_each_child(e, |c| collect(c, names, nodes)),
             }
         }
-        let mut vars = Vars {
-            names: Vec::new(),
-            nodes: 0,
-        };
-        vars.visit_expr(e);
-        if vars.nodes > MAX_NODES {
+        let mut names = Vec::new();
+        let mut nodes = 0;
+        collect(e, &mut names, &mut nodes);
+        if nodes > MAX_NODES {
             return None;
         }
         Some(
-            vars.names
+            names
                 .into_iter()
                 .filter_map(|n| {
-                    let id = self.local_binding(&n)?;
-                    Some((n, Some(id)))
+                    let id = self.local_binding(n)?;
+                    Some((n.to_string(), Some(id)))
                 })
                 .collect(),
         )
