@@ -233,8 +233,8 @@ fn version_var(cond: &Expr) -> Option<&str> {
     };
     let var = v1.as_var()?;
     (v2.as_var() == Some(var)
-        && lo.as_var() == Some(format!("{var}.steady.min").as_str())
-        && hi.as_var() == Some(format!("{var}.steady.end").as_str()))
+        && lo.as_var().and_then(|n| n.strip_prefix(var)) == Some(".steady.min")
+        && hi.as_var().and_then(|n| n.strip_prefix(var)) == Some(".steady.end"))
     .then_some(var)
 }
 
