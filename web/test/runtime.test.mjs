@@ -262,6 +262,20 @@ describe("compile", () => {
     random.dispose();
   });
 
+  test("a schedule whose lowered code nests thousands of statements compiles, as natively", async () => {
+    // Seed 251's mutation of local_laplacian's schedule lowers to a
+    // statement tree thousands deep: partitioning recursed about 3,300
+    // frames, past the 1 MiB stack the in-page compiler once had, and the
+    // compile trapped ("memory access out of bounds") where the native
+    // build compiled it. The compiler is now linked with 8 MiB.
+    const source = readFileSync(fileURLToPath(new URL("../../examples/local_laplacian.ag", import.meta.url)), "utf8");
+    const deep = await runtime.compile(source, { randomSchedule: 251, mutate: true });
+    assert.ok(deep.wasm.length > 100_000, `a large module (${deep.wasm.length} bytes)`);
+    deep.dispose();
+    // The compiler worker answers the next compile as usual.
+    (await runtime.compile(SCALE)).dispose();
+  });
+
   test("check returns diagnostics without compiling", async () => {
     assert.deepEqual((await runtime.check(SCALE)).diagnostics, []);
     const { diagnostics } = await runtime.check("input u8 in(x, y\n");
