@@ -998,7 +998,13 @@ impl Simplifier {
             let (t0, t1) = (inner.ty(), from);
             let lossless =
                 (t0.is_integer() || t0.is_bool()) && Type::can_represent(t1, t0) && !t1.is_bool();
-            if lossless && !(t1.is_float() && ty.is_integer() && !t0.is_integer()) {
+            // Except through a float to `u32`: that conversion saturates
+            // at 0 (`u32(f32(i8(-29)))` is 0), where `u32(i8(-29))` wraps.
+            let saturates_below_zero = t1.is_float() && ty == Type::U32 && t0.is_int();
+            if lossless
+                && !saturates_below_zero
+                && !(t1.is_float() && ty.is_integer() && !t0.is_integer())
+            {
                 return self.cast(ty, inner.clone(), false);
             }
         }
@@ -2117,6 +2123,29 @@ mod tests {
             };
             assert_eq!(type_range(ty), expected, "{ty}");
             assert_eq!(type_range(ty.with_lanes(4)), expected, "{ty} x 4");
+        }
+    }
+
+    /// Two conversions fold into one only where the results agree for
+    /// every value: through a float to `u32`, negative values saturate to
+    /// 0 instead of wrapping (found by a random program).
+    #[test]
+    fn conversions_through_floats_to_u32_keep_the_float() {
+        for t0 in Type::ALL_SCALAR
+            .into_iter()
+            .filter(|t| t.is_integer() && t.bits < 32)
+        {
+            let v = Expr::var(t0, "v");
+            for to in Type::ALL_SCALAR.into_iter().filter(|t| t.is_integer()) {
+                let e = Expr::cast(to, Expr::cast(Type::F32, v.clone()));
+                let folded = simplify(&e);
+                let lo = t0.min_value() as i64;
+                let at = |x: &Expr| {
+                    let x = argent_ir::visit::substitute(x, "v", &Expr::int(t0, lo));
+                    simplify(&x).as_int()
+                };
+                assert_eq!(at(&folded), at(&e), "{e} simplified to {folded}");
+            }
         }
     }
 

@@ -1002,6 +1002,25 @@ pub fn bounds_of_expr(e: &Expr, scope: &mut Scope) -> Interval {
                 }
             }
         }
+        // `min(c, k - c)` (how `mirror_image` folds a coordinate back):
+        // bounding the operands separately gives `k` as the upper bound,
+        // twice past the edge, and the input looks too small. One operand
+        // is inside the other; when their sum is invariant the result
+        // is at most `k / 2` (see `reflection_bounds`).
+        ExprKind::Binary {
+            op: op @ (BinOp::Min | BinOp::Max),
+            a,
+            b,
+        } if ty == Type::I32 && (contains_operand(a, b) || contains_operand(b, a)) => {
+            let (ia, ib) = (bounds_of_expr(a, scope), bounds_of_expr(b, scope));
+            let separate = binary_bounds(*op, &ia, &ib, b);
+            if is_point(&ia) || is_point(&ib) {
+                // Exact already (or nothing to fold).
+                separate
+            } else {
+                reflection_bounds(*op, a, b, separate, scope)
+            }
+        }
         ExprKind::Binary { op, a, b } if ty.is_integer() => {
             let (ia, ib) = (bounds_of_expr(a, scope), bounds_of_expr(b, scope));
             binary_bounds(*op, &ia, &ib, b)
@@ -1215,6 +1234,62 @@ fn is_negation_of(a: &Expr, b: &Expr) -> bool {
         }
     };
     negated(b).is_some_and(|x| &x == a) || negated(a).is_some_and(|x| &x == b)
+}
+
+/// Whether `i` is a single value.
+fn is_point(i: &Interval) -> bool {
+    matches!((&i.min, &i.max), (Some(lo), Some(hi)) if argent_arith::expr_eq(lo, hi))
+}
+
+/// Whether `operand` (not a constant) occurs inside `e`: the cheap test
+/// that comes before `reflection_bounds` simplifies a sum.
+fn contains_operand(e: &Expr, operand: &Expr) -> bool {
+    operand.as_int().is_none()
+        && !std::ptr::eq(e, operand)
+        && argent_ir::visit::expr_any(e, |sub| argent_arith::expr_eq(sub, operand))
+}
+
+/// Tightens `separate`, the bounds of `min(a, b)` or `max(a, b)` from
+/// each operand's own bounds, when `a + b` is some `k` that does not vary
+/// over `scope`: then the smaller of the two is at most `floor(k / 2)`
+/// and the larger at least `ceil(k / 2)`, wherever `a` lies.
+///
+/// ```text
+/// min(c, (2 * e - 1) - c), c in [0, 2 * e - 1]:  [0, 2 * e - 1]  ==>  [0, e - 1]
+/// ```
+fn reflection_bounds(
+    op: BinOp,
+    a: &Expr,
+    b: &Expr,
+    separate: Interval,
+    scope: &mut Scope,
+) -> Interval {
+    let sum = simplify(&Expr::add(a.clone(), b.clone()));
+    let Interval {
+        min: Some(low),
+        max: Some(high),
+    } = bounds_of_expr(&sum, scope)
+    else {
+        return separate;
+    };
+    if !argent_arith::expr_eq(&low, &high) {
+        return separate;
+    }
+    let tighter = |bound: Option<Expr>, half: Expr, combine: fn(Expr, Expr) -> Expr| {
+        Some(match bound {
+            Some(bound) => simplify(&combine(bound, half)),
+            None => simplify(&half),
+        })
+    };
+    let mut out = separate;
+    if op == BinOp::Min {
+        let half = Expr::div(high, Expr::i32(2));
+        out.max = tighter(out.max, half, Expr::min);
+    } else {
+        let half = Expr::div(Expr::add(high, Expr::i32(1)), Expr::i32(2));
+        out.min = tighter(out.min, half, Expr::max);
+    }
+    out
 }
 
 /// Bounds of `|a|` for `a` in `i`. The lower bound is the largest of the
@@ -1782,6 +1857,29 @@ mod tests {
             ),
             (Some(-4), Some(4))
         );
+    }
+
+    #[test]
+    fn reflected_pairs_are_bounded_by_half_their_sum() {
+        // `mirror_image` folds a coordinate `c` in [0, 2e - 1] back with
+        // `min(c, 2e - 1 - c)`, which is in [0, e - 1].
+        let x = Expr::var_i32("x");
+        let folded = Expr::min(x.clone(), Expr::sub(Expr::i32(19), x.clone()));
+        assert_eq!(const_bounds(&folded, 0, 19), (Some(0), Some(9)));
+        let unfolded = Expr::max(Expr::sub(Expr::i32(19), x.clone()), x.clone());
+        assert_eq!(const_bounds(&unfolded, 0, 19), (Some(10), Some(19)));
+        // With a symbolic extent, as the boundary condition writes it.
+        let n2 = Expr::mul(Expr::var_i32("n"), Expr::i32(2));
+        let c = Expr::modulo(x.clone(), n2.clone());
+        let mirrored = Expr::min(c.clone(), Expr::sub(Expr::sub(n2, Expr::i32(1)), c));
+        let mut scope = Scope::default();
+        scope.push("x", Interval::new(Expr::i32(-1000), Expr::i32(1000)));
+        let max = bounds_of_expr(&mirrored, &mut scope)
+            .max
+            .expect("bounded above");
+        let at =
+            |n: i64| simplify(&argent_ir::visit::substitute(&max, "n", &Expr::i32(n))).as_int();
+        assert_eq!((at(16), at(1)), (Some(15), Some(0)));
     }
 
     #[test]

@@ -585,6 +585,15 @@ fn node_count(e: &Expr) -> usize {
     c.0
 }
 
+/// Whether `e` has an integer constant within `2^30` of the ends of the
+/// `i32` range: what a difference of two values looks like when it
+/// wrapped (see `Prover::order_of_difference`).
+fn could_have_wrapped(e: &Expr) -> bool {
+    expr_any(e, |e| {
+        const_int(e).is_some_and(|v| v.unsigned_abs() >= 1 << 30)
+    })
+}
+
 fn is_likely_call(e: &Expr) -> Option<&Expr> {
     match e.kind() {
         ExprKind::Call {
@@ -1119,7 +1128,21 @@ impl<'a> Prover<'a> {
     /// direction on its own simplified and bounded the difference twice,
     /// and most `min`/`max`es of a steady state decide neither way.
     fn order_of_difference(&self, diff: &Expr) -> Option<bool> {
+        // The difference is computed in `i32` and may wrap where the
+        // operands do not: `min(v, -2147483648)` with `v` in [0, 255] has
+        // the difference `v + -2147483648` (the negated constant wraps),
+        // which looks at most zero, and `max(min(v, -1623507358),
+        // 2147483646)` folds its constants to a small positive one. Index
+        // arithmetic stays far from the ends of the range, so a constant
+        // near them, in the operands or in the folded difference, is
+        // taken as a sign of wrapping and nothing is decided.
+        if could_have_wrapped(diff) {
+            return None;
+        }
         let diff = simplify(diff);
+        if could_have_wrapped(&diff) {
+            return None;
+        }
         if let Some(k) = const_int(&diff) {
             return Some(k <= 0);
         }
@@ -1152,6 +1175,9 @@ impl<'a> Prover<'a> {
         let below_a_fact = |gap: &Expr| {
             relevant.iter().any(|f| {
                 let slack = simplify(&Expr::sub(gap.clone(), (*f).clone()));
+                if could_have_wrapped(&slack) {
+                    return false;
+                }
                 // A constant is its own bound.
                 const_int(&slack)
                     .or_else(|| constant(bounds_of_expr_in_scope(&slack, &self.scope).max))
@@ -1897,6 +1923,37 @@ mod tests {
         expect![[r#"
             for (x, x.steady.min, (x.steady.end - x.steady.min)) {
               out(x) = in((x - 2))
+            }"#]]
+        .assert_eq(&steady_loop(&s));
+    }
+
+    #[test]
+    fn steady_states_do_not_decide_choices_by_wrapped_differences() {
+        // `min(v, -2147483648)` is -2147483648 for every `v`, but the
+        // difference `v - -2147483648` wraps to `v + -2147483648`, which
+        // looks at most zero for a byte `v`: the steady state kept `v`
+        // (found by a random program).
+        let byte = Expr::cast(Type::I32, Expr::cast(Type::U8, repeat_edge(x() + 2)));
+        let s = partitioned(&blur(Expr::max(
+            Expr::min(byte, Expr::i32(i32::MIN as i64)),
+            Expr::i32(4),
+        )));
+        expect![[r#"
+            for (x, x.steady.min, (x.steady.end - x.steady.min)) {
+              out(x) = 4
+            }"#]]
+        .assert_eq(&steady_loop(&s));
+        // A clamp whose low end is above its high end is its low end; the
+        // difference for the outer `max` folds `-1623507358 - 2147483646`
+        // to a positive constant.
+        let byte = Expr::cast(Type::I32, Expr::cast(Type::U8, repeat_edge(x() + 2)));
+        let s = partitioned(&blur(Expr::max(
+            Expr::min(byte, Expr::i32(-1623507358)),
+            Expr::i32(2147483646),
+        )));
+        expect![[r#"
+            for (x, x.steady.min, (x.steady.end - x.steady.min)) {
+              out(x) = 2147483646
             }"#]]
         .assert_eq(&steady_loop(&s));
     }

@@ -77,6 +77,28 @@ fn gaussian5x5_runs_on_the_image_it_blurs() {
     lowered_matches_interpreter_on_the_whole_image("gaussian5x5.ag", &[2, 3, 1]);
 }
 
+/// Every boundary condition reads only inside the image, so the image
+/// itself is a large enough input. `mirror_image` folds with
+/// `min(c, 2e - 1 - c)`: bounding the two operands apart asked for an
+/// input twice as wide as the image (found by a random program).
+#[test]
+fn every_boundary_condition_runs_on_the_image_it_reads() {
+    for condition in [
+        "repeat_edge",
+        "constant_exterior",
+        "repeat_image",
+        "mirror_image",
+        "mirror_interior",
+    ] {
+        let source = format!(
+            "input u8 in(x, y)\nb = {condition}(in)\nout(x, y) = b(x - 2, y + 1) + b(x + 3, y - 1)\noutput out\nschedule {{\n  out.vectorize(x, 8)\n}}\n"
+        );
+        let p = argent_lang::compile(&source).expect("the pipeline compiles");
+        lowered_pipeline_matches_interpreter(condition, &p, &[21, 13]);
+        lowered_pipeline_matches_interpreter(condition, &p, &[4, 2]);
+    }
+}
+
 /// Border rules read the input only inside the image (the rules say what
 /// lies outside), so any image large enough for the rules is enough.
 #[test]

@@ -1380,16 +1380,35 @@ impl<'c> FnBuilder<'c> {
 
     pub fn stmt(&mut self, s: &Stmt) -> Result<(), CodegenError> {
         match s {
-            Stmt::LetStmt { name, value, body } => {
-                let binding = self.bind_value(value)?;
-                self.scopes.push((name.clone(), binding));
-                let ranged = self.push_float_let(name, value);
-                let r = self.stmt(body);
-                if ranged {
-                    self.float_lets.pop();
+            Stmt::LetStmt { .. } => {
+                // A chain of lets is walked in a loop, not by recursion:
+                // unrolled and hoisted code nests thousands of them, which
+                // overflowed a 2 MiB thread's stack here.
+                let mut current = s;
+                let mut bound = Vec::new();
+                let mut result = Ok(());
+                while let Stmt::LetStmt { name, value, body } = current {
+                    let binding = match self.bind_value(value) {
+                        Ok(binding) => binding,
+                        Err(e) => {
+                            result = Err(e);
+                            break;
+                        }
+                    };
+                    self.scopes.push((name.clone(), binding));
+                    bound.push(self.push_float_let(name, value));
+                    current = body;
                 }
-                self.scopes.pop();
-                r
+                if result.is_ok() {
+                    result = self.stmt(current);
+                }
+                for ranged in bound.into_iter().rev() {
+                    if ranged {
+                        self.float_lets.pop();
+                    }
+                    self.scopes.pop();
+                }
+                result
             }
             Stmt::Assert { cond, kind, args } => self.assert(cond, kind.clone(), args),
             Stmt::ProducerConsumer { body, .. } => self.stmt(body),

@@ -2984,14 +2984,16 @@ impl FnBuilder<'_> {
         for (&pa, &pb) in a.parts.iter().zip(&b.parts) {
             // floor(a / |b|) for each half, truncated back to i32 lanes 0-1.
             for high in [false, true] {
-                for p in [pa, pb] {
+                // By position, not by local: `a % a` reads one local twice,
+                // and only the divisor takes its absolute value.
+                for (p, is_divisor) in [(pa, false), (pb, true)] {
                     self.emit(I::LocalGet(p));
                     if high {
                         self.emit(I::LocalGet(p));
                         self.emit(I::I8x16Shuffle(high_lanes));
                     }
                     self.emit(convert.clone());
-                    if p == pb {
+                    if is_divisor {
                         self.emit(I::F64x2Abs);
                     }
                 }

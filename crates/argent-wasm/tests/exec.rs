@@ -222,6 +222,32 @@ fn div_mod_of_32_bit_lanes_by_lanes_including_zero_and_extremes() {
 }
 
 #[test]
+fn lanes_divided_by_themselves_give_one_and_zero() {
+    // `a / a` reads one register as dividend and divisor; only the divisor
+    // may lose its sign (a random expression found `a % a == 2 * a` for
+    // negative `a`).
+    let values = [0, 1, -1, 7, -7, i32::MIN, i32::MAX, -45999888];
+    let mut a: Vec<i32> = values.iter().copied().cycle().take(16).collect();
+    a.extend(i32_values(&random_bytes(4 * 16, 23)));
+    let n = a.len();
+    for ty in [Type::I32, Type::U32] {
+        for lanes in [4, 16] {
+            let bufs = [
+                typed(i32_bytes(&a), 4),
+                typed(vec![0; n * 4], 4),
+                typed(vec![0; n * 4], 4),
+            ];
+            let out = check_against_reference(&divmod_self(ty, lanes), &bufs, &[]);
+            let (q, r) = (i32_values(&out[1]), i32_values(&out[2]));
+            for k in 0..n {
+                let want = if a[k] == 0 { (0, 0) } else { (1, 0) };
+                assert_eq!((q[k], r[k]), want, "{ty:?}: {0} / {0}", a[k]);
+            }
+        }
+    }
+}
+
+#[test]
 fn div_mod_by_constants_in_vectors() {
     let mut batch = Vec::new();
     for (ty, lanes) in [
@@ -230,6 +256,12 @@ fn div_mod_by_constants_in_vectors() {
         (Type::U16, 16),
         (Type::I8, 16),
         (Type::I32, 4),
+        // Logical vectors of several registers.
+        (Type::I32, 8),
+        (Type::I32, 16),
+        (Type::U32, 16),
+        (Type::I16, 32),
+        (Type::U8, 32),
     ] {
         for c in [1, 2, 3, 4, 7, 10, 100] {
             let n = 64 * ty.bytes();

@@ -74,6 +74,13 @@ pub fn divmod_lanes(ty: Type, lanes: u16) -> argent_ir::Module {
     divmod_by(ty, lanes, divisor, &["a", "b"])
 }
 
+/// Lanes divided by themselves: `q = a / a`, `r = a % a` (one load, so
+/// both operands are the same register).
+pub fn divmod_self(ty: Type, lanes: u16) -> argent_ir::Module {
+    let divisor = Expr::load(ty, "a", dense(x() * lanes as i64, lanes));
+    divmod_by(ty, lanes, divisor, &["a"])
+}
+
 /// `q = a / divisor`, `r = a % divisor` over vectors of `lanes`, with
 /// `inputs` (`a` first) as the input buffers.
 fn divmod_by(ty: Type, lanes: u16, divisor: Expr, inputs: &[&str]) -> argent_ir::Module {

@@ -1,0 +1,539 @@
+//! Differential test over random *programs*: random algorithms written in
+//! the source language (typed inputs under a boundary condition, one to
+//! three stages of random arithmetic over stencil taps, casts, saturating
+//! casts, selects, the widening and averaging shapes the SIMD peepholes
+//! look for), each under a random schedule, go through the whole compiler
+//! (parser, checker, lowering passes, backend) and run in Node with SIMD
+//! and scalar code. Every output must equal the reference interpreter's
+//! evaluation of the algorithm alone, bit for bit (any NaN equals any NaN:
+//! WebAssembly leaves NaN payloads unspecified).
+//!
+//! Where `random_exprs.rs` feeds the backend expressions directly, this
+//! test lets the front end and every lowering pass (simplification,
+//! vectorization, CSE, hoisting) see them first. Longer explorations:
+//! `ARGENT_RANDOM_PROGRAM_SEED=n ARGENT_RANDOM_PROGRAMS=N cargo test
+//! --release -p argent-wasm --test random_programs`.
+
+mod common;
+
+use argent_interp::{Buffer, Value};
+use argent_ir::{BufferRole, Type};
+use argent_lower::random_schedule::{Rng, random_schedule};
+use argent_wasm::{CodegenOptions, compile};
+use common::*;
+
+/// Element types of inputs and stages (8- to 32-bit, signed and not, f32).
+const TYPES: [Type; 7] = Type::ALL_SCALAR;
+
+/// The output region: odd sizes, so every split and vector has a tail.
+const WIDTH: i64 = 37;
+const HEIGHT: i64 = 11;
+
+/// What a stage's expression may read: `(func, its type)`.
+struct Sources {
+    funcs: Vec<(String, Type)>,
+}
+
+struct Gen<'a> {
+    rng: &'a mut Rng,
+    sources: &'a Sources,
+}
+
+impl Gen<'_> {
+    fn pick<T: Copy>(&mut self, items: &[T]) -> T {
+        *self.rng.pick(items)
+    }
+
+    /// A literal of `ty`, written with a cast so that it has that type
+    /// wherever it stands.
+    fn literal(&mut self, ty: Type) -> String {
+        if ty.is_float() {
+            let v = (self.rng.below(4001) as f64 - 2000.0) / 8.0;
+            return format!("f32({v:?})");
+        }
+        let v = match self.rng.below(4) {
+            0 => self.pick(&[0i64, 1, 2, 3, 4, 7, 8, 15, 16, 100]),
+            1 => ty.max_value() as i64 - self.rng.below(3) as i64,
+            2 => ty.min_value() as i64 + self.rng.below(3) as i64,
+            _ => {
+                let span = (ty.max_value() - ty.min_value()) as u64 + 1;
+                ty.min_value() as i64 + (self.rng.next_u64() % span) as i64
+            }
+        };
+        format!("{ty}({v})")
+    }
+
+    /// `e` (of type `from`) as `to`: a plain or a saturating cast.
+    fn convert(&mut self, e: String, from: Type, to: Type) -> String {
+        if from == to {
+            e
+        } else if self.rng.below(3) == 0 {
+            format!("sat_{to}({e})")
+        } else {
+            format!("{to}({e})")
+        }
+    }
+
+    /// A read of a source func at a small offset, as `ty`.
+    fn tap(&mut self, ty: Type) -> String {
+        let k = self.rng.below(self.sources.funcs.len());
+        let (name, from) = self.sources.funcs[k].clone();
+        let offset = |d: i64, v: &str| match d {
+            0 => v.to_string(),
+            d if d > 0 => format!("{v}+{d}"),
+            d => format!("{v}{d}"),
+        };
+        let dx = self.rng.below(5) as i64 - 2;
+        let dy = self.rng.below(3) as i64 - 1;
+        let read = format!("{name}({}, {})", offset(dx, "x"), offset(dy, "y"));
+        self.convert(read, from, ty)
+    }
+
+    fn leaf(&mut self, ty: Type) -> String {
+        match self.rng.below(8) {
+            0 | 1 => self.literal(ty),
+            2 => {
+                let v = self.pick(&["x", "y"]);
+                self.convert(v.to_string(), Type::I32, ty)
+            }
+            _ => self.tap(ty),
+        }
+    }
+
+    fn boolean(&mut self, depth: u32) -> String {
+        match self.rng.below(6) {
+            0 if depth > 0 => {
+                let op = self.pick(&["&&", "||"]);
+                format!(
+                    "({} {op} {})",
+                    self.boolean(depth - 1),
+                    self.boolean(depth - 1)
+                )
+            }
+            1 if depth > 0 => format!("!({})", self.boolean(depth - 1)),
+            _ => {
+                let ty = self.pick(&TYPES);
+                let op = self.pick(&["<", "<=", "==", "!=", ">", ">="]);
+                format!(
+                    "({} {op} {})",
+                    self.expr(ty, depth.saturating_sub(1)),
+                    self.expr(ty, depth.saturating_sub(1))
+                )
+            }
+        }
+    }
+
+    /// A random expression of type `ty`.
+    fn expr(&mut self, ty: Type, depth: u32) -> String {
+        if depth == 0 || self.rng.below(5) == 0 {
+            return self.leaf(ty);
+        }
+        let d = depth - 1;
+        let float = ty.is_float();
+        match self.rng.below(12) {
+            0..=2 => {
+                let ops: &[&str] = if float {
+                    &["+", "-", "*", "/"]
+                } else {
+                    &["+", "-", "*", "/", "%", "&", "|", "^"]
+                };
+                let op = self.pick(ops);
+                let a = self.expr(ty, d);
+                // Divisors: mostly constants (the magic-number and shift
+                // paths), sometimes expressions (zero included).
+                let b = if matches!(op, "/" | "%") && self.rng.below(3) > 0 {
+                    self.literal(ty)
+                } else {
+                    self.expr(ty, d)
+                };
+                format!("({a} {op} {b})")
+            }
+            3 if !float => {
+                let op = self.pick(&["<<", ">>"]);
+                let amount = self.rng.below(ty.bits as usize);
+                format!("({} {op} {ty}({amount}))", self.expr(ty, d))
+            }
+            4 => {
+                let f = self.pick(&["min", "max"]);
+                format!("{f}({}, {})", self.expr(ty, d), self.expr(ty, d))
+            }
+            5 => {
+                let (lo, hi) = (self.literal(ty), self.literal(ty));
+                format!("clamp({}, {lo}, {hi})", self.expr(ty, d))
+            }
+            6 => format!(
+                "select({}, {}, {})",
+                self.boolean(d),
+                self.expr(ty, d),
+                self.expr(ty, d)
+            ),
+            7 => {
+                let from = self.pick(&TYPES);
+                let e = self.expr(from, d);
+                self.convert(e, from, ty)
+            }
+            8 => {
+                // abs and absd give unsigned integers: cast back.
+                let e = if self.rng.below(2) == 0 {
+                    format!("abs({})", self.expr(ty, d))
+                } else {
+                    format!("absd({}, {})", self.expr(ty, d), self.expr(ty, d))
+                };
+                if float || ty.is_uint() {
+                    e
+                } else {
+                    format!("{ty}({e})")
+                }
+            }
+            9 if float => {
+                let f = self.pick(&["floor", "ceil", "round", "trunc", "sqrt"]);
+                format!("{f}({})", self.expr(ty, d))
+            }
+            _ => self.widening(ty, d),
+        }
+    }
+
+    /// The shapes of the SIMD peepholes, computed in a wider type and
+    /// brought back to `ty`: widening products and sums, rounding
+    /// averages, saturating sums and differences, Q15 products, dot
+    /// products of 16-bit pairs.
+    fn widening(&mut self, ty: Type, d: u32) -> String {
+        let narrow = self.pick(&[Type::U8, Type::I8, Type::U16, Type::I16]);
+        let wide = match (narrow.bits, narrow.is_int()) {
+            (8, false) => self.pick(&[Type::U16, Type::I16, Type::U32, Type::I32]),
+            (8, true) => self.pick(&[Type::I16, Type::I32]),
+            (_, false) => self.pick(&[Type::U32, Type::I32]),
+            _ => Type::I32,
+        };
+        let operand = |g: &mut Self| {
+            let e = g.expr(narrow, d);
+            format!("{wide}({e})")
+        };
+        let (a, b) = (operand(self), operand(self));
+        let e = match self.rng.below(6) {
+            0 => format!("({a} * {b})"),
+            1 => format!("(({a} + {b} + {wide}(1)) >> {wide}(1))"),
+            2 => format!("sat_{narrow}({a} + {b})"),
+            3 => format!("sat_{narrow}({a} - {b})"),
+            4 if narrow == Type::I16 => format!("sat_i16(({a} * {b} + i32(16384)) >> i32(15))"),
+            4 | 5 if narrow.bits == 16 && wide == Type::I32 => {
+                let (c, e) = (operand(self), operand(self));
+                format!("({a} * {b} + {c} * {e})")
+            }
+            _ => format!("({a} + {b})"),
+        };
+        let from = if e.starts_with("sat_") { narrow } else { wide };
+        self.convert(e, from, ty)
+    }
+}
+
+/// A random program and the types of its input and output.
+struct Program {
+    source: String,
+    input: Type,
+    output: Type,
+}
+
+fn random_program(rng: &mut Rng) -> Program {
+    let input = *rng.pick(&TYPES);
+    let boundary = *rng.pick(&[
+        "repeat_edge(in)",
+        "constant_exterior(in, 3)",
+        "mirror_image(in)",
+        "mirror_interior(in)",
+        "repeat_image(in)",
+    ]);
+    let mut source = format!("input {input} in(x, y)\nb = {boundary}\n");
+    let mut sources = Sources {
+        funcs: vec![("b".to_string(), input)],
+    };
+    let stages = 1 + rng.below(3);
+    let mut output = input;
+    for k in 0..stages {
+        let ty = *rng.pick(&TYPES);
+        let body = Gen {
+            rng,
+            sources: &sources,
+        }
+        .expr(ty, 4);
+        // Every stage's value has type `ty`, even a bare literal's.
+        source.push_str(&format!("f{k}(x, y) = {ty}({body})\n"));
+        sources.funcs.push((format!("f{k}"), ty));
+        output = ty;
+    }
+    source.push_str(&format!("output f{}\n", stages - 1));
+    Program {
+        source,
+        input,
+        output,
+    }
+}
+
+/// A random input image of `ty` over `extents`: whole-range integers
+/// (sums wrap), finite floats of moderate size with some specials.
+fn input_image(ty: Type, extents: &[i64], rng: &mut Rng) -> Buffer {
+    let mut b = Buffer::new(ty, extents);
+    b.fill(|_| {
+        let r = rng.next_u64();
+        if ty.is_float() {
+            Value::Float(match r % 23 {
+                0 => -0.0,
+                1 => 0.5,
+                _ => ((r >> 8) % 65536) as f32 / 64.0 - 512.0,
+            })
+        } else {
+            let span = (ty.max_value() - ty.min_value()) as u64 + 1;
+            Value::Int(ty.min_value() as i64 + ((r >> 8) % span) as i64)
+        }
+    });
+    b
+}
+
+fn same_bits(ty: Type, got: &[u8], want: &[u8]) -> bool {
+    if !ty.is_float() {
+        return got == want;
+    }
+    got.len() == want.len()
+        && got.chunks(4).zip(want.chunks(4)).all(|(g, w)| {
+            let g = f32::from_le_bytes(g.try_into().unwrap());
+            let w = f32::from_le_bytes(w.try_into().unwrap());
+            (g.is_nan() && w.is_nan()) || g.to_bits() == w.to_bits()
+        })
+}
+
+/// A dense 2-D buffer argument for the module.
+fn dense_2d(bytes: Vec<u8>, width: i64, height: i64) -> BufData {
+    BufData {
+        bytes,
+        dims: vec![(0, width as i32, 1), (0, height as i32, width as i32)],
+    }
+}
+
+struct Case {
+    program: Program,
+    schedule: String,
+    modules: Vec<(argent_wasm::CompiledModule, CodegenOptions)>,
+    buffers: Vec<BufData>,
+    want: Vec<u8>,
+}
+
+#[test]
+fn random_programs_match_the_interpreter() {
+    // The compiler runs with the stack it has in the page (8 MiB, see
+    // crates/argent-web/build.rs) and in the `argent` command, not a test
+    // thread's 2 MiB: random programs inline into expressions hundreds of
+    // nodes deep.
+    std::thread::Builder::new()
+        .stack_size(8 << 20)
+        .spawn(check_random_programs)
+        .expect("a thread starts")
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+}
+
+fn check_random_programs() {
+    let env = |name: &str, default: u64| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    let first = env("ARGENT_RANDOM_PROGRAM_SEED", 1);
+    let count = env("ARGENT_RANDOM_PROGRAMS", 150);
+    let mut cases = Vec::new();
+    let mut refused = 0;
+    for seed in first..first + count {
+        let mut rng = Rng::new(seed);
+        let mut program = random_program(&mut rng);
+        // A program of one's own (with its schedule), on the seed's input:
+        // how a failure is narrowed down.
+        let own = std::env::var("ARGENT_PROGRAM_FILE").ok();
+        if let Some(path) = &own {
+            program.source =
+                std::fs::read_to_string(path).expect("ARGENT_PROGRAM_FILE is readable");
+        }
+        let mut pipeline = argent_lang::compile(&program.source).unwrap_or_else(|e| {
+            panic!(
+                "seed {seed}: the program does not compile:\n{}\n{e:?}",
+                program.source
+            )
+        });
+        program.input = pipeline.inputs[0].ty.element();
+        program.output = pipeline
+            .funcs
+            .iter()
+            .find(|f| f.name == pipeline.outputs[0])
+            .map(|f| f.ty)
+            .expect("the output is a func");
+        // Half the seeds vectorise the output by hand at a width of 4 to
+        // 32 lanes; the others take a random schedule.
+        let directives = if own.is_some() {
+            pipeline.schedule.directives.clone()
+        } else if seed % 2 == 0 {
+            let lanes = *rng.pick(&[4, 8, 16, 32]);
+            let out = pipeline.outputs[0].clone();
+            let text = format!(
+                "{}\nschedule {{\n  {out}.vectorize(x, {lanes})\n}}\n",
+                program.source
+            );
+            argent_lang::compile(&text)
+                .expect("a vectorised output compiles")
+                .schedule
+                .directives
+        } else {
+            random_schedule(&pipeline, seed)
+        };
+        pipeline.schedule.directives = directives;
+        let schedule: Vec<String> = pipeline
+            .schedule
+            .directives
+            .iter()
+            .map(argent_lower::error::directive_text)
+            .collect();
+        let schedule = schedule.join("\n");
+        if std::env::var_os("ARGENT_PRINT_PROGRAMS").is_some() {
+            eprintln!("seed {seed}:\n{}schedule:\n{schedule}\n", program.source);
+        }
+        let lowered = match argent_lower::lower::lower(&pipeline, &Default::default()) {
+            Ok(lowered) => lowered,
+            // A random schedule may store a func where its region has no
+            // bound (the error asks for a `bound()` directive): a user
+            // error, refused with a message, as it should be.
+            Err(argent_lower::error::LowerError::Algorithm(_)) => {
+                refused += 1;
+                continue;
+            }
+            Err(e) => panic!(
+                "seed {seed}: does not lower:\n{}\n{schedule}\n{e}",
+                program.source
+            ),
+        };
+        if std::env::var_os("ARGENT_PRINT_LOWERED").is_some() {
+            eprintln!("seed {seed} lowered:\n{}", lowered.loop_nest);
+        }
+        // The input is smaller than the output on one side and larger on
+        // the other, so the boundary condition has work on every edge.
+        let input =
+            input_image(program.input, &[WIDTH - 5, HEIGHT + 3], &mut rng).with_min(&[2, -2]);
+        let expected = argent_interp::realize(
+            &pipeline,
+            &[("in", &input)],
+            &[],
+            &[(0, WIDTH), (0, HEIGHT)],
+        )
+        .unwrap_or_else(|e| {
+            panic!(
+                "seed {seed}: the interpreter fails: {e:?}\n{}",
+                program.source
+            )
+        });
+        let buffers: Vec<BufData> = lowered
+            .module
+            .buffers
+            .iter()
+            .map(|b| match b.role {
+                BufferRole::Input => BufData {
+                    bytes: input.bytes().to_vec(),
+                    dims: vec![
+                        (2, (WIDTH - 5) as i32, 1),
+                        (-2, (HEIGHT + 3) as i32, (WIDTH - 5) as i32),
+                    ],
+                },
+                _ => dense_2d(
+                    vec![0; (WIDTH * HEIGHT) as usize * b.ty.bytes()],
+                    WIDTH,
+                    HEIGHT,
+                ),
+            })
+            .collect();
+        let mut modules = Vec::new();
+        // SIMD and scalar code on one thread, and SIMD code on shared
+        // memory with two workers (random schedules have parallel loops).
+        for (simd, threads) in [(true, false), (false, false), (true, true)] {
+            let options = CodegenOptions { simd, threads };
+            let compiled = compile(&lowered.module, &options).unwrap_or_else(|e| {
+                panic!(
+                    "seed {seed}: the backend fails ({options:?}): {e:?}\n{}\n{schedule}",
+                    program.source
+                )
+            });
+            wasmparser::validate(&compiled.bytes).expect("a valid module");
+            modules.push((compiled, options));
+        }
+        cases.push((
+            seed,
+            Case {
+                program,
+                schedule,
+                modules,
+                buffers,
+                want: expected[0].bytes().to_vec(),
+            },
+        ));
+    }
+    let jobs: Vec<Job> = cases
+        .iter()
+        .flat_map(|(_, c)| {
+            c.modules.iter().map(|(m, options)| Job {
+                compiled: m,
+                buffers: &c.buffers,
+                params: &[],
+                threads: if options.threads { 2 } else { 0 },
+                runs: 1,
+                query: false,
+            })
+        })
+        .collect();
+    let outputs = run_node_batch(&jobs);
+    let mut outputs = outputs.into_iter();
+    let mut failures = Vec::new();
+    for (seed, case) in &cases {
+        for (compiled, options) in &case.modules {
+            let out = outputs.next().expect("one output per job");
+            let output_index = case.buffers.len() - 1;
+            let verdict = if out.status != 0 {
+                let message = usize::try_from(out.status - 1)
+                    .ok()
+                    .and_then(|k| compiled.abi.asserts.get(k))
+                    .map(|info| {
+                        info.kind
+                            .message(&out.error_args.iter().map(|&a| a as i64).collect::<Vec<_>>())
+                    })
+                    .unwrap_or_default();
+                Some(format!("status {}: {message}", out.status))
+            } else if !same_bits(case.program.output, &out.buffers[output_index], &case.want) {
+                let elem = case.program.output.bytes();
+                let at = out.buffers[output_index]
+                    .chunks(elem)
+                    .zip(case.want.chunks(elem))
+                    .position(|(g, w)| !same_bits(case.program.output, g, w))
+                    .unwrap_or(0);
+                Some(format!(
+                    "differs at x={}, y={}: got {:?}, want {:?}",
+                    at as i64 % WIDTH,
+                    at as i64 / WIDTH,
+                    &out.buffers[output_index][at * elem..(at + 1) * elem],
+                    &case.want[at * elem..(at + 1) * elem]
+                ))
+            } else {
+                None
+            };
+            if let Some(why) = verdict {
+                failures.push(format!(
+                    "seed {seed} ({options:?}): {why}\n{}schedule:\n{}\n",
+                    case.program.source, case.schedule
+                ));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    assert!(
+        refused * 10 <= count,
+        "{refused} of {count} programs were refused: the check checks too little"
+    );
+}
