@@ -1000,7 +1000,7 @@ impl Simplifier {
                 (t0.is_integer() || t0.is_bool()) && Type::can_represent(t1, t0) && !t1.is_bool();
             // Except through a float to `u32`: that conversion saturates
             // at 0 (`u32(f32(i8(-29)))` is 0), where `u32(i8(-29))` wraps.
-            let saturates_below_zero = t1.is_float() && ty == Type::U32 && t0.is_int();
+            let saturates_below_zero = t1.is_float() && ty.element() == Type::U32 && t0.is_int();
             if lossless
                 && !saturates_below_zero
                 && !(t1.is_float() && ty.is_integer() && !t0.is_integer())
@@ -2145,6 +2145,16 @@ mod tests {
                     simplify(&x).as_int()
                 };
                 assert_eq!(at(&folded), at(&e), "{e} simplified to {folded}");
+                // Vectors alike.
+                let v = Expr::broadcast(Expr::var(t0, "w"), 4);
+                let e = Expr::cast(to.with_lanes(4), Expr::cast(Type::F32.with_lanes(4), v));
+                let keeps_float = matches!(simplify(&e).kind(), ExprKind::Cast { value, .. } if value.ty().is_float());
+                let wraps_alike = to != Type::U32 || !t0.is_int();
+                assert!(
+                    keeps_float || wraps_alike,
+                    "{e} simplified to {}",
+                    simplify(&e)
+                );
             }
         }
     }

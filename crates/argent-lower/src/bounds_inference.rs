@@ -236,6 +236,19 @@ impl BoxFinder<'_> {
                     }
                 };
                 let bound = bounds_of_expr(e, &mut self.scope);
+                // Narrowing only sharpens a region, so it may be skipped:
+                // against a constant near the ends of the `i32` range,
+                // `v < -2147483648` would give `v <= 2147483647` (the
+                // bound minus one wraps), and `v < -2147483647` regions
+                // whose coordinates `v - 2` wrap at run time.
+                let extreme = |b: &Option<Expr>| {
+                    b.as_ref()
+                        .and_then(|b| b.as_int())
+                        .is_some_and(|c| c.unsigned_abs() >= 1 << 30)
+                };
+                if extreme(&bound.min) || extreme(&bound.max) {
+                    return 0;
+                }
                 let one = Expr::i32(1);
                 let (lo, hi) = match op {
                     Lt => (None, bound.max.map(|m| Expr::sub(m, one))),

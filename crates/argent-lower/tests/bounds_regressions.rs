@@ -99,6 +99,23 @@ fn every_boundary_condition_runs_on_the_image_it_reads() {
     }
 }
 
+/// Conditions on coordinates narrow each branch's region, but not against
+/// constants near the ends of the `i32` range: `y < -2147483648` narrowed
+/// `y` to at most `-2147483648 - 1`, which wrapped to 2147483647, and the
+/// region of `b` asked for 4 GiB; `x < -2147483647` gave regions whose
+/// coordinates `x - 2` wrapped at run time (found by random programs).
+#[test]
+fn conditions_against_extreme_constants_do_not_wrap_regions() {
+    let source = "input u8 in(x, y)\n\
+                  b = repeat_edge(in)\n\
+                  out(x, y) = select(x < -2147483647, b(x - 2, y), b(x + 1, y)) \
+                  + select(y != -2147483648, b(x, y - 1), u8(0))\n\
+                  output out\n\
+                  schedule {\n  b.compute_root()\n}\n";
+    let p = argent_lang::compile(source).expect("the pipeline compiles");
+    lowered_pipeline_matches_interpreter("extreme conditions", &p, &[21, 13]);
+}
+
 /// Border rules read the input only inside the image (the rules say what
 /// lies outside), so any image large enough for the rules is enough.
 #[test]
