@@ -29,9 +29,11 @@ const TYPES: [Type; 7] = Type::ALL_SCALAR;
 const WIDTH: i64 = 37;
 const HEIGHT: i64 = 11;
 
-/// What a stage's expression may read: `(func, its type)`.
+/// What a stage's expression may read: `(func, its type)`, and the
+/// channel count when the funcs are `(x, y, c)`.
 struct Sources {
     funcs: Vec<(String, Type)>,
+    channels: Option<i64>,
 }
 
 struct Gen<'a> {
@@ -85,7 +87,19 @@ impl Gen<'_> {
         };
         let dx = self.rng.below(5) as i64 - 2;
         let dy = self.rng.below(3) as i64 - 1;
-        let read = format!("{name}({}, {})", offset(dx, "x"), offset(dy, "y"));
+        let read = match self.sources.channels {
+            None => format!("{name}({}, {})", offset(dx, "x"), offset(dy, "y")),
+            // Mostly the same channel; sometimes a fixed one (what a
+            // luma or an alpha pass-through reads).
+            Some(channels) => {
+                let c = if self.rng.below(4) == 0 {
+                    self.rng.below(channels as usize).to_string()
+                } else {
+                    "c".to_string()
+                };
+                format!("{name}({}, {}, {c})", offset(dx, "x"), offset(dy, "y"))
+            }
+        };
         self.convert(read, from, ty)
     }
 
@@ -93,7 +107,11 @@ impl Gen<'_> {
         match self.rng.below(8) {
             0 | 1 => self.literal(ty),
             2 => {
-                let v = self.pick(&["x", "y"]);
+                let v = if self.sources.channels.is_some() {
+                    self.pick(&["x", "y", "c"])
+                } else {
+                    self.pick(&["x", "y"])
+                };
                 self.convert(v.to_string(), Type::I32, ty)
             }
             _ => self.tap(ty),
@@ -232,6 +250,9 @@ struct Program {
     source: String,
     input: Type,
     output: Type,
+    /// `Some(n)`: the input and every func are `(x, y, c)` with `n`
+    /// channels, stored interleaved (`c` innermost, as canvas RGBA).
+    channels: Option<i64>,
 }
 
 fn random_program(rng: &mut Rng) -> Program {
@@ -243,9 +264,16 @@ fn random_program(rng: &mut Rng) -> Program {
         "mirror_interior(in)",
         "repeat_image(in)",
     ]);
-    let mut source = format!("input {input} in(x, y)\nb = {boundary}\n");
+    let channels = (rng.below(3) == 0).then(|| *rng.pick(&[3, 4]));
+    let args = if channels.is_some() {
+        "x, y, c"
+    } else {
+        "x, y"
+    };
+    let mut source = format!("input {input} in({args})\nb = {boundary}\n");
     let mut sources = Sources {
         funcs: vec![("b".to_string(), input)],
+        channels,
     };
     let stages = 1 + rng.below(3);
     let mut output = input;
@@ -257,7 +285,7 @@ fn random_program(rng: &mut Rng) -> Program {
         }
         .expr(ty, 4);
         // Every stage's value has type `ty`, even a bare literal's.
-        source.push_str(&format!("f{k}(x, y) = {ty}({body})\n"));
+        source.push_str(&format!("f{k}({args}) = {ty}({body})\n"));
         sources.funcs.push((format!("f{k}"), ty));
         output = ty;
     }
@@ -266,13 +294,19 @@ fn random_program(rng: &mut Rng) -> Program {
         source,
         input,
         output,
+        channels,
     }
 }
 
 /// A random input image of `ty` over `extents`: whole-range integers
 /// (sums wrap), finite floats of moderate size with some specials.
 fn input_image(ty: Type, extents: &[i64], rng: &mut Rng) -> Buffer {
-    let mut b = Buffer::new(ty, extents);
+    // Three dimensions are interleaved channels.
+    let mut b = if extents.len() == 3 {
+        Buffer::interleaved(ty, extents)
+    } else {
+        Buffer::new(ty, extents)
+    };
     b.fill(|_| {
         let r = rng.next_u64();
         if ty.is_float() {
@@ -301,12 +335,22 @@ fn same_bits(ty: Type, got: &[u8], want: &[u8]) -> bool {
         })
 }
 
-/// A dense 2-D buffer argument for the module.
-fn dense_2d(bytes: Vec<u8>, width: i64, height: i64) -> BufData {
-    BufData {
-        bytes,
-        dims: vec![(0, width as i32, 1), (0, height as i32, width as i32)],
-    }
+/// A buffer argument for the module over `[min, min + extent)` per
+/// dimension: dense rows, or interleaved channels for three dimensions.
+fn buffer_arg(bytes: Vec<u8>, mins: &[i64], extents: &[i64]) -> BufData {
+    let (w, h) = (extents[0] as i32, extents[1] as i32);
+    let dims = match extents.get(2) {
+        None => vec![(mins[0] as i32, w, 1), (mins[1] as i32, h, w)],
+        Some(&channels) => {
+            let c = channels as i32;
+            vec![
+                (mins[0] as i32, w, c),
+                (mins[1] as i32, h, w * c),
+                (0, c, 1),
+            ]
+        }
+    };
+    BufData { bytes, dims }
 }
 
 struct Case {
@@ -359,6 +403,9 @@ fn check_random_programs() {
             )
         });
         program.input = pipeline.inputs[0].ty.element();
+        if own.is_some() {
+            program.channels = (pipeline.inputs[0].dims.len() == 3).then_some(3);
+        }
         program.output = pipeline
             .funcs
             .iter()
@@ -372,10 +419,16 @@ fn check_random_programs() {
         } else if seed % 2 == 0 {
             let lanes = *rng.pick(&[4, 8, 16, 32]);
             let out = pipeline.outputs[0].clone();
-            let text = format!(
-                "{}\nschedule {{\n  {out}.vectorize(x, {lanes})\n}}\n",
-                program.source
-            );
+            // Interleaved channels: either a vector per channel (strided
+            // loads and stores), or all channels unrolled inside the
+            // vector loop (shuffles into dense interleaved stores).
+            let directive = match program.channels {
+                Some(channels) if rng.below(2) == 0 => format!(
+                    "{out}.bound(c, 0, {channels}).reorder(c, x, y).unroll(c).vectorize(x, {lanes})"
+                ),
+                _ => format!("{out}.vectorize(x, {lanes})"),
+            };
+            let text = format!("{}\nschedule {{\n  {directive}\n}}\n", program.source);
             argent_lang::compile(&text)
                 .expect("a vectorised output compiles")
                 .schedule
@@ -413,39 +466,50 @@ fn check_random_programs() {
         }
         // The input is smaller than the output on one side and larger on
         // the other, so the boundary condition has work on every edge.
-        let input =
-            input_image(program.input, &[WIDTH - 5, HEIGHT + 3], &mut rng).with_min(&[2, -2]);
-        let expected = argent_interp::realize(
-            &pipeline,
-            &[("in", &input)],
-            &[],
-            &[(0, WIDTH), (0, HEIGHT)],
-        )
-        .unwrap_or_else(|e| {
-            panic!(
-                "seed {seed}: the interpreter fails: {e:?}\n{}",
-                program.source
-            )
-        });
+        let channels: Vec<i64> = program.channels.into_iter().collect();
+        let input_extents = [&[WIDTH - 5, HEIGHT + 3][..], &channels].concat();
+        let input_mins = [2, -2, 0];
+        let input = input_image(program.input, &input_extents, &mut rng)
+            .with_min(&input_mins[..input_extents.len()]);
+        let output_extents = [&[WIDTH, HEIGHT][..], &channels].concat();
+        let region: Vec<(i64, i64)> = output_extents.iter().map(|&e| (0, e)).collect();
+        let expected = argent_interp::realize(&pipeline, &[("in", &input)], &[], &region)
+            .unwrap_or_else(|e| {
+                panic!(
+                    "seed {seed}: the interpreter fails: {e:?}\n{}",
+                    program.source
+                )
+            });
         let buffers: Vec<BufData> = lowered
             .module
             .buffers
             .iter()
             .map(|b| match b.role {
-                BufferRole::Input => BufData {
-                    bytes: input.bytes().to_vec(),
-                    dims: vec![
-                        (2, (WIDTH - 5) as i32, 1),
-                        (-2, (HEIGHT + 3) as i32, (WIDTH - 5) as i32),
-                    ],
-                },
-                _ => dense_2d(
-                    vec![0; (WIDTH * HEIGHT) as usize * b.ty.bytes()],
-                    WIDTH,
-                    HEIGHT,
-                ),
+                BufferRole::Input => {
+                    buffer_arg(input.bytes().to_vec(), &input_mins, &input_extents)
+                }
+                _ => {
+                    let elements: i64 = output_extents.iter().product();
+                    buffer_arg(
+                        vec![0; elements as usize * b.ty.bytes()],
+                        &[0, 0],
+                        &output_extents,
+                    )
+                }
             })
             .collect();
+        // The interpreter's output (dense, `x` innermost) in the layout
+        // the module writes.
+        let mut want = if channels.is_empty() {
+            Buffer::new(program.output, &output_extents)
+        } else {
+            Buffer::interleaved(program.output, &output_extents)
+        };
+        want.fill(|at| {
+            expected[0]
+                .get(at)
+                .expect("the interpreter covers the region")
+        });
         let mut modules = Vec::new();
         // SIMD and scalar code on one thread, and SIMD code on shared
         // memory with two workers (random schedules have parallel loops).
@@ -467,7 +531,7 @@ fn check_random_programs() {
                 schedule,
                 modules,
                 buffers,
-                want: expected[0].bytes().to_vec(),
+                want: want.bytes().to_vec(),
             },
         ));
     }
@@ -508,10 +572,13 @@ fn check_random_programs() {
                     .zip(case.want.chunks(elem))
                     .position(|(g, w)| !same_bits(case.program.output, g, w))
                     .unwrap_or(0);
+                let channels = case.program.channels.unwrap_or(1);
+                let pixel = at as i64 / channels;
                 Some(format!(
-                    "differs at x={}, y={}: got {:?}, want {:?}",
-                    at as i64 % WIDTH,
-                    at as i64 / WIDTH,
+                    "differs at x={}, y={}, c={}: got {:?}, want {:?}",
+                    pixel % WIDTH,
+                    pixel / WIDTH,
+                    at as i64 % channels,
                     &out.buffers[output_index][at * elem..(at + 1) * elem],
                     &case.want[at * elem..(at + 1) * elem]
                 ))
