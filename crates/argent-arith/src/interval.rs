@@ -600,10 +600,15 @@ impl<'a> BoundsBuilder<'a> {
                 let x = self.bounds(a);
                 match const_int(b) {
                     Some(k) if (0..31).contains(&k) => {
-                        let f = |this: &mut Self, v: Expr| this.s(op, v, Expr::int(ty, k));
+                        // A left shift is a product, and a bound that would
+                        // wrap is no bound (`255 << 24` is negative in i32).
+                        let f = |this: &mut Self, v: Expr| match op {
+                            BinOp::Shl => this.checked(BinOp::Mul, v, Expr::int(ty, 1 << k)),
+                            _ => Some(this.s(op, v, Expr::int(ty, k))),
+                        };
                         Interval {
-                            min: x.min.map(|v| f(self, v)),
-                            max: x.max.map(|v| f(self, v)),
+                            min: x.min.and_then(|v| f(self, v)),
+                            max: x.max.and_then(|v| f(self, v)),
                         }
                     }
                     _ => Interval::type_range(ty),

@@ -329,6 +329,19 @@ fn intervals() {
         Expr::let_in("t", x() * 2, Expr::var_i32("t") + 1),
         Expr::ramp(x(), i(1), 4),
         Expr::lt(Expr::var_i32("r"), i(3)),
+        // A left shift that would wrap has no upper bound (a random
+        // program's `min(i32(v) << 24, w)` was decided by `255 << 24`
+        // wrapped to a negative bound).
+        Expr::binary(
+            argent_ir::BinOp::Shl,
+            Expr::cast(Type::I32, a8.clone()),
+            i(4),
+        ),
+        Expr::binary(
+            argent_ir::BinOp::Shl,
+            Expr::cast(Type::I32, a8.clone()),
+            i(24),
+        ),
     ];
     let out: Vec<String> = cases
         .iter()
@@ -349,6 +362,8 @@ fn intervals() {
         (let t = (x * 2) in (t + 1))  in  [1, ((w * 2) - 1)]
         ramp(x, 1, 4)  in  [0, (w + 2)]
         (r < 3)  in  [true, true]
+        (i32(a) << 4)  in  [0, 4080]
+        (i32(a) << 24)  in  [0, +inf]
     "#]]
     .assert_eq(&(out.join("\n") + "\n"));
 }

@@ -34,6 +34,8 @@ const HEIGHT: i64 = 11;
 struct Sources {
     funcs: Vec<(String, Type)>,
     channels: Option<i64>,
+    /// Whether the program declares `rdom r` (for inline reductions).
+    rdom: bool,
 }
 
 struct Gen<'a> {
@@ -148,7 +150,7 @@ impl Gen<'_> {
         }
         let d = depth - 1;
         let float = ty.is_float();
-        match self.rng.below(12) {
+        match self.rng.below(14) {
             0..=2 => {
                 let ops: &[&str] = if float {
                     &["+", "-", "*", "/"]
@@ -207,8 +209,66 @@ impl Gen<'_> {
                 let f = self.pick(&["floor", "ceil", "round", "trunc", "sqrt"]);
                 format!("{f}({})", self.expr(ty, d))
             }
+            12 => self.window(ty),
+            13 if self.sources.rdom => self.reduction(ty),
             _ => self.widening(ty, d),
         }
+    }
+
+    /// A window operator over a source func (ParaC): `sum`, `mean`,
+    /// `min`, `max` or `convolve` of a rectangle of up to 3x3 points.
+    fn window(&mut self, ty: Type) -> String {
+        let k = self.rng.below(self.sources.funcs.len());
+        let (name, from) = self.sources.funcs[k].clone();
+        let (w, h) = (1 + self.rng.below(3), 1 + self.rng.below(3));
+        let (x0, y0) = (self.rng.below(3) as i64 - 2, self.rng.below(3) as i64 - 1);
+        let channel = if self.sources.channels.is_some() {
+            ", c"
+        } else {
+            ""
+        };
+        let view = format!("{name}[x + {x0} : {w}, y + {y0} : {h}{channel}]");
+        // `sum` and integer `convolve` widen (u32 stays u32), the others
+        // keep the element type.
+        let widened = match from {
+            Type::U32 | Type::F32 => from,
+            _ => Type::I32,
+        };
+        let (e, result) = match self.rng.below(5) {
+            0 => (format!("sum({view})"), widened),
+            1 => (format!("mean({view})"), from),
+            2 => (format!("min({view})"), from),
+            3 => (format!("max({view})"), from),
+            _ => {
+                let rows: Vec<String> = (0..h)
+                    .map(|_| {
+                        let row: Vec<String> = (0..w)
+                            .map(|_| (self.rng.below(8) as i64 - 3).to_string())
+                            .collect();
+                        row.join(", ")
+                    })
+                    .collect();
+                (format!("convolve({view}, [{}])", rows.join("; ")), widened)
+            }
+        };
+        self.convert(e, result, ty)
+    }
+
+    /// An inline reduction over the program's 3x2 rdom `r`, in integers
+    /// (a random schedule may `rfactor` it, which reassociates).
+    fn reduction(&mut self, ty: Type) -> String {
+        let k = self.rng.below(self.sources.funcs.len());
+        let (name, from) = self.sources.funcs[k].clone();
+        let element = *self.rng.pick(&[Type::U8, Type::I16, Type::I32, Type::U32]);
+        let channel = if self.sources.channels.is_some() {
+            ", c"
+        } else {
+            ""
+        };
+        let tap = format!("{name}(x + r.x, y + r.y{channel})");
+        let tap = self.convert(tap, from, element);
+        let op = *self.rng.pick(&["sum", "minimum", "maximum", "product"]);
+        self.convert(format!("{op}({tap})"), element, ty)
     }
 
     /// The shapes of the SIMD peepholes, computed in a wider type and
@@ -271,9 +331,14 @@ fn random_program(rng: &mut Rng) -> Program {
         "x, y"
     };
     let mut source = format!("input {input} in({args})\nb = {boundary}\n");
+    let rdom = rng.below(3) == 0;
+    if rdom {
+        source.push_str("rdom r = [-1 .. 2, 0 .. 2]\n");
+    }
     let mut sources = Sources {
         funcs: vec![("b".to_string(), input)],
         channels,
+        rdom,
     };
     let stages = 1 + rng.below(3);
     let mut output = input;
