@@ -36,6 +36,8 @@ struct Sources {
     channels: Option<i64>,
     /// Whether the program declares `rdom r` (for inline reductions).
     rdom: bool,
+    /// The program's ranged parameter `k`: its type and value.
+    param: Option<(Type, f64)>,
 }
 
 struct Gen<'a> {
@@ -115,6 +117,10 @@ impl Gen<'_> {
                     self.pick(&["x", "y"])
                 };
                 self.convert(v.to_string(), Type::I32, ty)
+            }
+            3 if self.sources.param.is_some() => {
+                let (param_ty, _) = self.sources.param.expect("checked");
+                self.convert("k".to_string(), param_ty, ty)
             }
             _ => self.tap(ty),
         }
@@ -313,6 +319,8 @@ struct Program {
     /// `Some(n)`: the input and every func are `(x, y, c)` with `n`
     /// channels, stored interleaved (`c` innermost, as canvas RGBA).
     channels: Option<i64>,
+    /// The parameter `k`, run with its default value.
+    param: Option<(Type, f64)>,
 }
 
 fn random_program(rng: &mut Rng) -> Program {
@@ -335,10 +343,41 @@ fn random_program(rng: &mut Rng) -> Program {
     if rdom {
         source.push_str("rdom r = [-1 .. 2, 0 .. 2]\n");
     }
+    // A ranged parameter: the compiler relies on the range (bounds, and
+    // float-to-int conversions without saturation checks).
+    let param = (rng.below(3) == 0).then(|| {
+        let ty = *rng.pick(&[Type::I32, Type::F32, Type::U8, Type::I16]);
+        let (lo, hi, value) = if ty.is_float() {
+            let value = (rng.below(2401) as f64 - 200.0) / 8.0;
+            (-25.0, 275.0, value)
+        } else {
+            let (lo, hi) = if ty == Type::U8 {
+                (0, 200)
+            } else {
+                (-300, 300)
+            };
+            (
+                lo as f64,
+                hi as f64,
+                (lo + rng.below((hi - lo + 1) as usize) as i64) as f64,
+            )
+        };
+        let declaration = if ty.is_float() {
+            format!("param {ty} k = {value:?} in {lo:?} .. {hi:?}\n")
+        } else {
+            format!(
+                "param {ty} k = {} in {} .. {}\n",
+                value as i64, lo as i64, hi as i64
+            )
+        };
+        source.push_str(&declaration);
+        (ty, value)
+    });
     let mut sources = Sources {
         funcs: vec![("b".to_string(), input)],
         channels,
         rdom,
+        param,
     };
     let stages = 1 + rng.below(3);
     let mut output = input;
@@ -360,6 +399,7 @@ fn random_program(rng: &mut Rng) -> Program {
         input,
         output,
         channels,
+        param,
     }
 }
 
@@ -423,6 +463,8 @@ struct Case {
     schedule: String,
     modules: Vec<(argent_wasm::CompiledModule, CodegenOptions)>,
     buffers: Vec<BufData>,
+    /// The module's parameters (their defaults), as argument words.
+    params: Vec<u32>,
     want: Vec<u8>,
 }
 
@@ -575,6 +617,25 @@ fn check_random_programs() {
                 .get(at)
                 .expect("the interpreter covers the region")
         });
+        // Every parameter runs with its default, as in the interpreter.
+        let params: Vec<u32> = lowered
+            .module
+            .params
+            .iter()
+            .map(|m| {
+                let p = pipeline
+                    .params
+                    .iter()
+                    .find(|p| p.name == m.name)
+                    .expect("a declared parameter");
+                let value = p.default.expect("random parameters have defaults");
+                if p.ty.is_float() {
+                    (value as f32).to_bits()
+                } else {
+                    value as i64 as i32 as u32
+                }
+            })
+            .collect();
         let mut modules = Vec::new();
         // SIMD and scalar code on one thread, and SIMD code on shared
         // memory with two workers (random schedules have parallel loops).
@@ -597,6 +658,7 @@ fn check_random_programs() {
                 modules,
                 buffers,
                 want: want.bytes().to_vec(),
+                params,
             },
         ));
     }
@@ -606,7 +668,7 @@ fn check_random_programs() {
             c.modules.iter().map(|(m, options)| Job {
                 compiled: m,
                 buffers: &c.buffers,
-                params: &[],
+                params: &c.params,
                 threads: if options.threads { 2 } else { 0 },
                 runs: 1,
                 query: false,
