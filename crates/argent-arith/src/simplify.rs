@@ -615,6 +615,13 @@ impl Simplifier {
     /// expression (and remembering the bounds of each new node). Summed
     /// exactly, so it is never looser than bounding the sum node by node.
     fn linear_interval(&self, l: &Linear) -> Bounds {
+        self.exact_linear_interval(l).unwrap_or(type_range(l.ty))
+    }
+
+    /// [`Simplifier::linear_interval`] when the exact sum stays inside
+    /// the type's range (so the wrapped value is the exact one), else
+    /// `None`.
+    fn exact_linear_interval(&self, l: &Linear) -> Option<Bounds> {
         let full = type_range(l.ty);
         let (mut lo, mut hi) = (l.constant as i128, l.constant as i128);
         for (t, c) in &l.terms {
@@ -623,11 +630,23 @@ impl Simplifier {
             lo += p.min(q);
             hi += p.max(q);
         }
-        if lo >= full.0 as i128 && hi <= full.1 as i128 {
-            (lo as i64, hi as i64)
-        } else {
-            full
-        }
+        (lo >= full.0 as i128 && hi <= full.1 as i128).then_some((lo as i64, hi as i64))
+    }
+
+    /// Whether `l` may be reasoned about as its exact sum (an order of
+    /// two sums, a constant moved across a comparison): its range is
+    /// known not to wrap, or it is index arithmetic (variables, buffer
+    /// fields), which is assumed not to overflow, as in Halide. Values
+    /// computed from data (loads, conversions) wrap in `i32` as the
+    /// language defines: `v >= i32(x) - 4` is not `v + 4 >= i32(x)` when
+    /// `v` is near 2147483647 (found by a random program).
+    fn sums_exactly(&self, l: &Linear) -> bool {
+        self.exact_linear_interval(l).is_some()
+            || l.terms.iter().all(|(t, _)| {
+                !argent_ir::visit::expr_any(t, |e| {
+                    matches!(e.kind(), ExprKind::Load { .. } | ExprKind::Cast { .. })
+                })
+            })
     }
 
     fn const_interval_uncached(&self, e: &Expr) -> Bounds {
@@ -1549,6 +1568,7 @@ impl Simplifier {
         if let Some(d) = (ty == Type::I32)
             .then(|| small_difference(&a, &b))
             .flatten()
+            .filter(|_| self.sums_exactly(&linearize(&a)) && self.sums_exactly(&linearize(&b)))
         {
             let (lo, hi) = self.linear_interval(&d);
             if hi <= 0 {
@@ -1595,8 +1615,13 @@ impl Simplifier {
             return Expr::bool(v);
         }
         // As `small_difference(&a, &b)`, from the forms already at hand.
-        let small =
-            (ty == Type::I32 && la.is_small() && lb.is_small() && d.is_small()).then_some(d);
+        let small = (ty == Type::I32
+            && la.is_small()
+            && lb.is_small()
+            && d.is_small()
+            && self.sums_exactly(&la)
+            && self.sums_exactly(&lb))
+        .then_some(d);
         if let Some(d) = small {
             let (lo, hi) = self.linear_interval(&d);
             let decided = match op {
@@ -1618,13 +1643,17 @@ impl Simplifier {
                     na.constant = 0;
                     let mut nb = lb;
                     nb.constant -= k;
-                    return Expr::binary(op, rebuild(&na), rebuild(&nb));
-                }
-                if la.is_constant() && !lb.is_constant() && lb.constant != 0 {
+                    if self.sums_exactly(&na) && self.sums_exactly(&nb) {
+                        return Expr::binary(op, rebuild(&na), rebuild(&nb));
+                    }
+                } else if la.is_constant() && !lb.is_constant() && lb.constant != 0 {
                     let k = lb.constant;
                     let mut nb = lb;
                     nb.constant = 0;
-                    return Expr::binary(op, Expr::i32(la.constant - k), rebuild(&nb));
+                    let moved = Linear::constant(ty, la.constant - k);
+                    if moved.constant == la.constant - k && self.sums_exactly(&nb) {
+                        return Expr::binary(op, Expr::i32(la.constant - k), rebuild(&nb));
+                    }
                 }
             }
         }

@@ -75,6 +75,22 @@ fn order_rules_apply_to_i32_only() {
             Expr::min(a8.clone(), Expr::int(Type::U8, 255)),
             Expr::min(y(), Expr::min(x(), y())),
             Expr::max(a8.clone(), Expr::min(a8.clone(), Expr::var(Type::U8, "b"))),
+            // Values computed from data wrap: the order of two sums and a
+            // constant moved across a comparison hold for index
+            // arithmetic (above), or where the ranges show nothing wraps.
+            Expr::binary(
+                argent_ir::BinOp::Ge,
+                Expr::cast(Type::I32, Expr::var(Type::U32, "v")),
+                Expr::cast(Type::I32, a8.clone()) - 4,
+            ),
+            Expr::min(
+                Expr::cast(Type::I32, Expr::var(Type::U32, "v")),
+                Expr::cast(Type::I32, Expr::var(Type::U32, "v")) + 2,
+            ),
+            Expr::lt(
+                Expr::cast(Type::I32, a8.clone()) + 3,
+                Expr::cast(Type::I32, Expr::var(Type::U8, "b")),
+            ),
         ],
         expect![[r#"
             ((x + 1) < (x + 2))  ==>  true
@@ -91,6 +107,9 @@ fn order_rules_apply_to_i32_only() {
             min(a, u8(255))  ==>  a
             min(y, min(x, y))  ==>  min(x, y)
             max(a, min(a, b))  ==>  a
+            (i32(v) >= (i32(a) - 4))  ==>  ((i32(a) - 4) <= i32(v))
+            min(i32(v), (i32(v) + 2))  ==>  min(i32(v), (i32(v) + 2))
+            ((i32(a) + 3) < i32(b))  ==>  (i32(a) < (i32(b) - 3))
         "#]],
     );
 }
