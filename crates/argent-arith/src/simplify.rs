@@ -264,18 +264,6 @@ impl Linear {
     }
 }
 
-/// The difference `a - b` as a linear combination, when both sides are
-/// small enough for order-based reasoning.
-fn small_difference(a: &Expr, b: &Expr) -> Option<Linear> {
-    let (la, lb) = (linearize(a), linearize(b));
-    if !la.is_small() || !lb.is_small() {
-        return None;
-    }
-    let mut d = la;
-    d.add(&lb, -1);
-    d.is_small().then_some(d)
-}
-
 /// Decompose an integer scalar expression into a linear combination.
 fn linearize(e: &Expr) -> Linear {
     let mut l = Linear::constant(e.ty(), 0);
@@ -633,6 +621,18 @@ impl Simplifier {
         (lo >= full.0 as i128 && hi <= full.1 as i128).then_some((lo as i64, hi as i64))
     }
 
+    /// `small_difference(a, b)` when both sides sum exactly (see
+    /// [`Simplifier::sums_exactly`]).
+    fn exact_small_difference(&self, a: &Expr, b: &Expr) -> Option<Linear> {
+        let (la, lb) = (linearize(a), linearize(b));
+        if !la.is_small() || !lb.is_small() || !self.sums_exactly(&la) || !self.sums_exactly(&lb) {
+            return None;
+        }
+        let mut d = la;
+        d.add(&lb, -1);
+        d.is_small().then_some(d)
+    }
+
     /// Whether `l` may be reasoned about as its exact sum (an order of
     /// two sums, a constant moved across a comparison): its range is
     /// known not to wrap, or it is index arithmetic (variables, buffer
@@ -641,12 +641,13 @@ impl Simplifier {
     /// language defines: `v >= i32(x) - 4` is not `v + 4 >= i32(x)` when
     /// `v` is near 2147483647 (found by a random program).
     fn sums_exactly(&self, l: &Linear) -> bool {
-        self.exact_linear_interval(l).is_some()
-            || l.terms.iter().all(|(t, _)| {
-                !argent_ir::visit::expr_any(t, |e| {
+        let holds_data = |t: &Expr| {
+            !matches!(t.kind(), ExprKind::Var(_))
+                && argent_ir::visit::expr_any(t, |e| {
                     matches!(e.kind(), ExprKind::Load { .. } | ExprKind::Cast { .. })
                 })
-            })
+        };
+        !l.terms.iter().any(|(t, _)| holds_data(t)) || self.exact_linear_interval(l).is_some()
     }
 
     fn const_interval_uncached(&self, e: &Expr) -> Bounds {
@@ -1566,9 +1567,8 @@ impl Simplifier {
             return if is_min { b } else { a };
         }
         if let Some(d) = (ty == Type::I32)
-            .then(|| small_difference(&a, &b))
+            .then(|| self.exact_small_difference(&a, &b))
             .flatten()
-            .filter(|_| self.sums_exactly(&linearize(&a)) && self.sums_exactly(&linearize(&b)))
         {
             let (lo, hi) = self.linear_interval(&d);
             if hi <= 0 {
