@@ -319,8 +319,6 @@ struct Program {
     /// `Some(n)`: the input and every func are `(x, y, c)` with `n`
     /// channels, stored interleaved (`c` innermost, as canvas RGBA).
     channels: Option<i64>,
-    /// The parameter `k`, run with its default value.
-    param: Option<(Type, f64)>,
 }
 
 fn random_program(rng: &mut Rng) -> Program {
@@ -399,7 +397,6 @@ fn random_program(rng: &mut Rng) -> Program {
         input,
         output,
         channels,
-        param,
     }
 }
 
