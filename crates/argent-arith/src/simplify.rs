@@ -637,14 +637,16 @@ impl Simplifier {
     /// two sums, a constant moved across a comparison): its range is
     /// known not to wrap, or it is index arithmetic (variables, buffer
     /// fields), which is assumed not to overflow, as in Halide. Values
-    /// computed from data (loads, conversions) wrap in `i32` as the
+    /// computed from data (reads, loads, conversions) wrap in `i32` as the
     /// language defines: `v >= i32(x) - 4` is not `v + 4 >= i32(x)` when
     /// `v` is near 2147483647 (found by a random program).
     fn sums_exactly(&self, l: &Linear) -> bool {
         let holds_data = |t: &Expr| {
             !matches!(t.kind(), ExprKind::Var(_))
-                && argent_ir::visit::expr_any(t, |e| {
-                    matches!(e.kind(), ExprKind::Load { .. } | ExprKind::Cast { .. })
+                && argent_ir::visit::expr_any(t, |e| match e.kind() {
+                    ExprKind::Load { .. } | ExprKind::Cast { .. } => true,
+                    ExprKind::Call { target, .. } => !matches!(target, CallTarget::Intrinsic(_)),
+                    _ => false,
                 })
         };
         !l.terms.iter().any(|(t, _)| holds_data(t)) || self.exact_linear_interval(l).is_some()

@@ -594,6 +594,17 @@ fn could_have_wrapped(e: &Expr) -> bool {
     })
 }
 
+/// Whether `e` computes with values from data (a read of a func or an
+/// input, a load, a conversion), which wrap in `i32`, unlike index
+/// arithmetic.
+fn holds_data(e: &Expr) -> bool {
+    expr_any(e, |e| match e.kind() {
+        ExprKind::Load { .. } | ExprKind::Cast { .. } => true,
+        ExprKind::Call { target, .. } => !matches!(target, CallTarget::Intrinsic(_)),
+        _ => false,
+    })
+}
+
 fn is_likely_call(e: &Expr) -> Option<&Expr> {
     match e.kind() {
         ExprKind::Call {
@@ -1133,10 +1144,13 @@ impl<'a> Prover<'a> {
         // the difference `v + -2147483648` (the negated constant wraps),
         // which looks at most zero, and `max(min(v, -1623507358),
         // 2147483646)` folds its constants to a small positive one. Index
-        // arithmetic stays far from the ends of the range, so a constant
-        // near them, in the operands or in the folded difference, is
-        // taken as a sign of wrapping and nothing is decided.
-        if could_have_wrapped(diff) {
+        // arithmetic is assumed not to overflow (as in Halide) and stays
+        // far from the ends of the range; values computed from data do
+        // wrap (`min(v, v + 2)` is `v + 2` for `v` = 2147483647). So a
+        // choice between data values, or with a constant near the ends of
+        // the range in its operands or its folded difference, is left to
+        // the `simplify` pass, which decides those by their ranges.
+        if could_have_wrapped(diff) || holds_data(diff) {
             return None;
         }
         let diff = simplify(diff);
@@ -1954,6 +1968,15 @@ mod tests {
         expect![[r#"
             for (x, x.steady.min, (x.steady.end - x.steady.min)) {
               out(x) = 2147483646
+            }"#]]
+        .assert_eq(&steady_loop(&s));
+        // Values read from data wrap without any large constant:
+        // `min(v, v + 2)` is `v + 2` for `v` = 2147483647.
+        let v = repeat_edge(x() + 2);
+        let s = partitioned(&blur(Expr::min(v.clone(), v + 2)));
+        expect![[r#"
+            for (x, x.steady.min, (x.steady.end - x.steady.min)) {
+              out(x) = min((in((x + 2)) + 2), in((x + 2)))
             }"#]]
         .assert_eq(&steady_loop(&s));
     }
