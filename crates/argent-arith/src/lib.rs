@@ -47,6 +47,19 @@ pub fn is_const(e: &Expr) -> bool {
     }
 }
 
+/// Whether `e` computes with values from data: a read of a func or an
+/// input, a load, or a conversion. Such values wrap in `i32` as the
+/// language defines, where index arithmetic (variables, buffer fields) is
+/// assumed not to overflow, as in Halide; order reasoning on differences
+/// (the simplifier's, loop partitioning's) tells the two apart by this.
+pub fn computes_with_data(e: &Expr) -> bool {
+    argent_ir::visit::expr_any(e, |e| match e.kind() {
+        ExprKind::Load { .. } | ExprKind::Cast { .. } => true,
+        ExprKind::Call { target, .. } => !matches!(target, CallTarget::Intrinsic(_)),
+        _ => false,
+    })
+}
+
 /// The value of an integer (or bool) constant, looking through broadcasts.
 pub fn const_int(e: &Expr) -> Option<i64> {
     match e.kind() {

@@ -641,14 +641,8 @@ impl Simplifier {
     /// language defines: `v >= i32(x) - 4` is not `v + 4 >= i32(x)` when
     /// `v` is near 2147483647 (found by a random program).
     fn sums_exactly(&self, l: &Linear) -> bool {
-        let holds_data = |t: &Expr| {
-            !matches!(t.kind(), ExprKind::Var(_))
-                && argent_ir::visit::expr_any(t, |e| match e.kind() {
-                    ExprKind::Load { .. } | ExprKind::Cast { .. } => true,
-                    ExprKind::Call { target, .. } => !matches!(target, CallTarget::Intrinsic(_)),
-                    _ => false,
-                })
-        };
+        let holds_data =
+            |t: &Expr| !matches!(t.kind(), ExprKind::Var(_)) && crate::computes_with_data(t);
         !l.terms.iter().any(|(t, _)| holds_data(t)) || self.exact_linear_interval(l).is_some()
     }
 

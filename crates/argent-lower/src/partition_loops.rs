@@ -33,7 +33,7 @@
 use argent_arith::fast_hash::{FastHashMap, FastHashSet, FastHasher};
 use argent_arith::interval::{Interval, Scope, bounds_of_expr_in_scope};
 use argent_arith::simplify::split_linear;
-use argent_arith::{const_int, simplify, structural_hash, var_names, vars_of};
+use argent_arith::{computes_with_data, const_int, simplify, structural_hash, var_names, vars_of};
 use argent_ir::visit::{
     Mutator, ScopedMutator, Visitor, expr_any, expr_uses_var, map_child_stmts,
     mutate_expr_children, mutate_expr_scoped, mutate_stmt_children, mutate_stmt_scoped,
@@ -594,17 +594,6 @@ fn could_have_wrapped(e: &Expr) -> bool {
     })
 }
 
-/// Whether `e` computes with values from data (a read of a func or an
-/// input, a load, a conversion), which wrap in `i32`, unlike index
-/// arithmetic.
-fn holds_data(e: &Expr) -> bool {
-    expr_any(e, |e| match e.kind() {
-        ExprKind::Load { .. } | ExprKind::Cast { .. } => true,
-        ExprKind::Call { target, .. } => !matches!(target, CallTarget::Intrinsic(_)),
-        _ => false,
-    })
-}
-
 fn is_likely_call(e: &Expr) -> Option<&Expr> {
     match e.kind() {
         ExprKind::Call {
@@ -1150,7 +1139,7 @@ impl<'a> Prover<'a> {
         // choice between data values, or with a constant near the ends of
         // the range in its operands or its folded difference, is left to
         // the `simplify` pass, which decides those by their ranges.
-        if could_have_wrapped(diff) || holds_data(diff) {
+        if could_have_wrapped(diff) || computes_with_data(diff) {
             return None;
         }
         let diff = simplify(diff);
