@@ -383,6 +383,43 @@ schedule { out.parallel(y) }
     pipeline.dispose();
   });
 
+  test("an output that another output reads around each pixel is computed where it is read", async () => {
+    // `edges` reads `smooth` a row above and below, outside the region of
+    // `smooth`'s own buffer at the first and last rows.
+    const source = `
+input u8 in(x, y)
+b = repeat_edge(in)
+smooth(x, y) = u8((u16(b(x - 1, y)) + u16(b(x, y)) * 2 + u16(b(x + 1, y)) + 2) >> 2)
+edges(x, y) = absd(smooth(x, y - 1), smooth(x, y + 1))
+output edges, smooth
+schedule {
+  smooth.vectorize(x, 16)
+  edges.parallel(y).vectorize(x, 16)
+}
+`;
+    const image = grayImage(45, 23);
+    const { width, height, data } = image;
+    const clamp = (v, hi) => Math.min(hi, Math.max(0, v));
+    const b = (x, y) => data[clamp(y, height - 1) * width + clamp(x, width - 1)];
+    const smooth = (x, y) => (b(x - 1, y) + 2 * b(x, y) + b(x + 1, y) + 2) >> 2;
+    const expectedSmooth = [];
+    const expectedEdges = [];
+    for (let y = 0; y < height; y++) {
+      for (let x = 0; x < width; x++) {
+        expectedSmooth.push(smooth(x, y));
+        expectedEdges.push(Math.abs(smooth(x, y - 1) - smooth(x, y + 1)));
+      }
+    }
+    for (const rt of [runtime, await createRuntime({ threads: 2, sharedMemory: false })]) {
+      const pipeline = await rt.compile(source);
+      const { outputs } = await pipeline.run({ inputs: { in: image } });
+      assert.deepEqual(Array.from(outputs.smooth.data), expectedSmooth, `smooth (${rt.mode})`);
+      assert.deepEqual(Array.from(outputs.edges.data), expectedEdges, `edges (${rt.mode})`);
+      pipeline.dispose();
+      if (rt !== runtime) rt.dispose();
+    }
+  });
+
   test("an input smaller than needed is reported with the region needed and given", async () => {
     const pipeline = await runtime.compile(SHIFT);
     const error = await pipeline.run({ inputs: { in: grayImage(20, 10) } }).then(

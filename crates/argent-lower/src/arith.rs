@@ -1233,7 +1233,22 @@ fn is_negation_of(a: &Expr, b: &Expr) -> bool {
             _ => None,
         }
     };
-    negated(b).is_some_and(|x| &x == a) || negated(a).is_some_and(|x| &x == b)
+    if negated(b).is_some_and(|x| &x == a) || negated(a).is_some_and(|x| &x == b) {
+        return true;
+    }
+    // The simplifier may have distributed the negation, writing `max(c, -c)`
+    // for `c = m - k` as `max(m - k, k - m)`: two sums whose sum is zero.
+    let is_sum = |e: &Expr| {
+        e.ty() == Type::I32
+            && matches!(
+                e.kind(),
+                ExprKind::Binary {
+                    op: BinOp::Add | BinOp::Sub,
+                    ..
+                }
+            )
+    };
+    is_sum(a) && is_sum(b) && simplify(&Expr::add(a.clone(), b.clone())).as_int() == Some(0)
 }
 
 /// Whether `i` is a single value.

@@ -13,6 +13,7 @@ pub mod lower;
 pub mod random_schedule;
 pub mod rfactor;
 pub mod schedule_tree;
+pub mod separate_outputs;
 pub mod sliding_window;
 pub mod storage_folding;
 pub mod synthesize;

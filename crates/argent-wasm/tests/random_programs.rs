@@ -2,7 +2,9 @@
 //! the source language (typed inputs under a boundary condition, one to
 //! three stages of random arithmetic over stencil taps, casts, saturating
 //! casts, selects, the widening and averaging shapes the SIMD peepholes
-//! look for), each under a random schedule, go through the whole compiler
+//! look for; update definitions: stencil reductions, scans, a histogram
+//! and its gathers; sometimes a second output that a later stage reads),
+//! each under a random schedule, go through the whole compiler
 //! (parser, checker, lowering passes, backend) and run in Node with SIMD
 //! and scalar code. Every output must equal the reference interpreter's
 //! evaluation of the algorithm alone, bit for bit (any NaN equals any NaN:
@@ -38,11 +40,22 @@ struct Sources {
     rdom: bool,
     /// The program's ranged parameter `k`: its type and value.
     param: Option<(Type, f64)>,
+    /// A 1-D func `h(i)` filled by a scatter (a histogram over 16 bins)
+    /// and its type, once a stage has built it: later stages gather from
+    /// it at data-dependent indices.
+    histogram: Option<Type>,
 }
 
 struct Gen<'a> {
     rng: &'a mut Rng,
     sources: &'a Sources,
+    /// What stands for `x` and `y` in the definition being written: the
+    /// pure variables, or a scan's rdom variable in one of them.
+    at: [&'static str; 2],
+    /// Whether window operators and inline reductions may appear: not in
+    /// a scan, whose rdom variable their own reduction cannot iterate
+    /// with (E0303, as in Halide).
+    reductions: bool,
 }
 
 impl Gen<'_> {
@@ -92,7 +105,11 @@ impl Gen<'_> {
         let dx = self.rng.below(5) as i64 - 2;
         let dy = self.rng.below(3) as i64 - 1;
         let read = match self.sources.channels {
-            None => format!("{name}({}, {})", offset(dx, "x"), offset(dy, "y")),
+            None => format!(
+                "{name}({}, {})",
+                offset(dx, self.at[0]),
+                offset(dy, self.at[1])
+            ),
             // Mostly the same channel; sometimes a fixed one (what a
             // luma or an alpha pass-through reads).
             Some(channels) => {
@@ -101,7 +118,11 @@ impl Gen<'_> {
                 } else {
                     "c".to_string()
                 };
-                format!("{name}({}, {}, {c})", offset(dx, "x"), offset(dy, "y"))
+                format!(
+                    "{name}({}, {}, {c})",
+                    offset(dx, self.at[0]),
+                    offset(dy, self.at[1])
+                )
             }
         };
         self.convert(read, from, ty)
@@ -112,15 +133,26 @@ impl Gen<'_> {
             0 | 1 => self.literal(ty),
             2 => {
                 let v = if self.sources.channels.is_some() {
-                    self.pick(&["x", "y", "c"])
+                    self.pick(&[self.at[0], self.at[1], "c"])
                 } else {
-                    self.pick(&["x", "y"])
+                    self.pick(&self.at.clone())
                 };
                 self.convert(v.to_string(), Type::I32, ty)
             }
             3 if self.sources.param.is_some() => {
                 let (param_ty, _) = self.sources.param.expect("checked");
                 self.convert("k".to_string(), param_ty, ty)
+            }
+            4 if self.sources.histogram.is_some() => {
+                // A gather: the bin is computed from data.
+                let bin = self.tap(Type::I32);
+                let index = if self.rng.below(2) == 0 {
+                    format!("({bin} & 15)")
+                } else {
+                    format!("clamp({bin}, 0, 15)")
+                };
+                let from = self.sources.histogram.expect("checked");
+                self.convert(format!("h({index})"), from, ty)
             }
             _ => self.tap(ty),
         }
@@ -215,8 +247,8 @@ impl Gen<'_> {
                 let f = self.pick(&["floor", "ceil", "round", "trunc", "sqrt"]);
                 format!("{f}({})", self.expr(ty, d))
             }
-            12 => self.window(ty),
-            13 if self.sources.rdom => self.reduction(ty),
+            12 if self.reductions => self.window(ty),
+            13 if self.reductions && self.sources.rdom => self.reduction(ty),
             _ => self.widening(ty, d),
         }
     }
@@ -233,7 +265,8 @@ impl Gen<'_> {
         } else {
             ""
         };
-        let view = format!("{name}[x + {x0} : {w}, y + {y0} : {h}{channel}]");
+        let [x, y] = self.at;
+        let view = format!("{name}[{x} + {x0} : {w}, {y} + {y0} : {h}{channel}]");
         // `sum` and integer `convolve` widen (u32 stays u32), the others
         // keep the element type.
         let widened = match from {
@@ -271,7 +304,8 @@ impl Gen<'_> {
         } else {
             ""
         };
-        let tap = format!("{name}(x + r.x, y + r.y{channel})");
+        let [x, y] = self.at;
+        let tap = format!("{name}({x} + r.x, {y} + r.y{channel})");
         let tap = self.convert(tap, from, element);
         let op = *self.rng.pick(&["sum", "minimum", "maximum", "product"]);
         self.convert(format!("{op}({tap})"), element, ty)
@@ -315,7 +349,8 @@ impl Gen<'_> {
 struct Program {
     source: String,
     input: Type,
-    output: Type,
+    /// The output funcs' types, in the order of the `output` line.
+    outputs: Vec<Type>,
     /// `Some(n)`: the input and every func are `(x, y, c)` with `n`
     /// channels, stored interleaved (`c` innermost, as canvas RGBA).
     channels: Option<i64>,
@@ -371,33 +406,152 @@ fn random_program(rng: &mut Rng) -> Program {
         source.push_str(&declaration);
         (ty, value)
     });
+    // Update definitions: a 1-D stencil rdom `u`, a scan rdom `s`, and
+    // the 9x5 rdom `rh` a histogram scatters over.
+    let updates = rng.below(3) == 0;
+    if updates {
+        source.push_str("rdom u = [-1 .. 2]\nrdom s = [1 .. 9]\nrdom rh = [0 .. 9, 0 .. 5]\n");
+    }
     let mut sources = Sources {
         funcs: vec![("b".to_string(), input)],
         channels,
         rdom,
         param,
+        histogram: None,
     };
     let stages = 1 + rng.below(3);
-    let mut output = input;
+    let mut types = Vec::new();
     for k in 0..stages {
         let ty = *rng.pick(&TYPES);
         let body = Gen {
             rng,
             sources: &sources,
+            at: ["x", "y"],
+            reductions: true,
         }
         .expr(ty, 4);
         // Every stage's value has type `ty`, even a bare literal's.
         source.push_str(&format!("f{k}({args}) = {ty}({body})\n"));
+        if updates && rng.below(2) == 0 {
+            let update = random_update(rng, &sources, &format!("f{k}"), ty);
+            source.push_str(&update);
+        }
         sources.funcs.push((format!("f{k}"), ty));
-        output = ty;
+        types.push(ty);
+        // A histogram of this stage (or of the input) for the stages
+        // after it to gather from.
+        if updates && sources.histogram.is_none() && k + 1 < stages && rng.below(2) == 0 {
+            let (ty, histogram) = random_histogram(rng, &sources);
+            source.push_str(&histogram);
+            sources.histogram = Some(ty);
+        }
     }
-    source.push_str(&format!("output f{}\n", stages - 1));
+    // Sometimes an earlier stage is an output too (computed once, stored
+    // in its own buffer as well as read by the stages after it).
+    let mut outputs = vec![stages - 1];
+    if stages > 1 && rng.below(3) == 0 {
+        outputs.push(rng.below(stages - 1));
+    }
+    let names: Vec<String> = outputs.iter().map(|k| format!("f{k}")).collect();
+    source.push_str(&format!("output {}\n", names.join(", ")));
     Program {
         source,
         input,
-        output,
+        outputs: outputs.iter().map(|&k| types[k]).collect(),
         channels,
     }
+}
+
+/// An update definition of the stage `f` (of type `ty`): a reduction
+/// over the stencil rdom `u` at every pure point (`+= - * min max`), or a
+/// scan along `x` or `y` over the rdom `s` that reads the previous step.
+fn random_update(rng: &mut Rng, sources: &Sources, f: &str, ty: Type) -> String {
+    let channel = if sources.channels.is_some() {
+        ", c"
+    } else {
+        ""
+    };
+    let k = rng.below(sources.funcs.len());
+    let (name, from) = sources.funcs[k].clone();
+    let mut g = Gen {
+        rng,
+        sources,
+        at: ["x", "y"],
+        reductions: true,
+    };
+    match g.rng.below(3) {
+        0 => {
+            let tap = format!("{name}(x + u, y{channel})");
+            let tap = g.convert(tap, from, ty);
+            let value = if g.rng.below(2) == 0 {
+                tap
+            } else {
+                let e = g.expr(ty, 2);
+                format!("({tap} + {e})")
+            };
+            // Floats reduce only where the order is kept: `rfactor`
+            // accepts min and max, whose result does not depend on it.
+            let op = if ty.is_float() {
+                g.pick(&["+=", "-=", "min=", "max="])
+            } else {
+                g.pick(&["+=", "-=", "*=", "min=", "max="])
+            };
+            format!("{f}(x, y{channel}) {op} {value}\n")
+        }
+        along => {
+            g.reductions = false;
+            let (at, previous) = if along == 1 {
+                g.at = ["s", "y"];
+                ("s, y", "s - 1, y")
+            } else {
+                g.at = ["x", "s"];
+                ("x, s", "x, s - 1")
+            };
+            let e = g.expr(ty, 2);
+            let op = g.pick(&["+", "max", "avg"]);
+            let value = match op {
+                "+" => format!("{f}({previous}{channel}) + {e}"),
+                "max" => format!("max({f}({previous}{channel}), {e})"),
+                _ if ty.is_float() => {
+                    format!("({f}({previous}{channel}) + {f}({at}{channel})) / f32(2)")
+                }
+                _ => format!("{ty}(({f}({previous}{channel}) + {f}({at}{channel})) >> {ty}(1))"),
+            };
+            format!("{f}({at}{channel}) = {value}\n")
+        }
+    }
+}
+
+/// A histogram of a source func over the 9x5 rdom `rh`: `h(i)` of a
+/// random type, 16 bins chosen by the data, counted or summed.
+fn random_histogram(rng: &mut Rng, sources: &Sources) -> (Type, String) {
+    let ty = *rng.pick(&[Type::U32, Type::I32, Type::U16, Type::F32]);
+    let k = rng.below(sources.funcs.len());
+    let (name, from) = sources.funcs[k].clone();
+    let channel = if sources.channels.is_some() {
+        ", 0"
+    } else {
+        ""
+    };
+    let read = format!("{name}(rh.x, rh.y{channel})");
+    let mut g = Gen {
+        rng,
+        sources,
+        at: ["x", "y"],
+        reductions: true,
+    };
+    // The bin: the low bits, or the value clamped (most land at an end).
+    let bin = if g.rng.below(2) == 0 {
+        format!("(i32({read}) & 15)")
+    } else {
+        format!("clamp(i32({read}), 0, 15)")
+    };
+    let (op, value) = match g.rng.below(3) {
+        0 => ("+=", format!("{ty}(1)")),
+        1 => ("+=", g.convert(read.clone(), from, ty)),
+        _ => ("max=", g.convert(read.clone(), from, ty)),
+    };
+    (ty, format!("h(i) = {ty}(0)\nh({bin}) {op} {value}\n"))
 }
 
 /// A random input image of `ty` over `extents`: whole-range integers
@@ -462,7 +616,9 @@ struct Case {
     buffers: Vec<BufData>,
     /// The module's parameters (their defaults), as argument words.
     params: Vec<u32>,
-    want: Vec<u8>,
+    /// Per output: the module's buffer index, the element type, and the
+    /// interpreter's bytes.
+    want: Vec<(usize, Type, Vec<u8>)>,
 }
 
 #[test]
@@ -510,12 +666,18 @@ fn check_random_programs() {
         if own.is_some() {
             program.channels = (pipeline.inputs[0].dims.len() == 3).then_some(3);
         }
-        program.output = pipeline
-            .funcs
+        program.outputs = pipeline
+            .outputs
             .iter()
-            .find(|f| f.name == pipeline.outputs[0])
-            .map(|f| f.ty)
-            .expect("the output is a func");
+            .map(|name| {
+                pipeline
+                    .funcs
+                    .iter()
+                    .find(|f| f.name == *name)
+                    .map(|f| f.ty)
+                    .expect("an output is a func")
+            })
+            .collect();
         // Half the seeds vectorise the output by hand at a width of 4 to
         // 32 lanes; the others take a random schedule.
         let directives = if own.is_some() {
@@ -602,18 +764,32 @@ fn check_random_programs() {
                 }
             })
             .collect();
-        // The interpreter's output (dense, `x` innermost) in the layout
-        // the module writes.
-        let mut want = if channels.is_empty() {
-            Buffer::new(program.output, &output_extents)
-        } else {
-            Buffer::interleaved(program.output, &output_extents)
-        };
-        want.fill(|at| {
-            expected[0]
-                .get(at)
-                .expect("the interpreter covers the region")
-        });
+        // The interpreter's outputs (dense, `x` innermost) in the layout
+        // the module writes, and the module's buffer for each.
+        let want: Vec<(usize, Type, Vec<u8>)> = program
+            .outputs
+            .iter()
+            .enumerate()
+            .map(|(k, &ty)| {
+                let mut want = if channels.is_empty() {
+                    Buffer::new(ty, &output_extents)
+                } else {
+                    Buffer::interleaved(ty, &output_extents)
+                };
+                want.fill(|at| {
+                    expected[k]
+                        .get(at)
+                        .expect("the interpreter covers the region")
+                });
+                let buffer = lowered
+                    .module
+                    .buffers
+                    .iter()
+                    .position(|b| b.role == BufferRole::Output && b.name == pipeline.outputs[k])
+                    .expect("a buffer per output");
+                (buffer, ty, want.bytes().to_vec())
+            })
+            .collect();
         // Every parameter runs with its default, as in the interpreter.
         let params: Vec<u32> = lowered
             .module
@@ -654,7 +830,7 @@ fn check_random_programs() {
                 schedule,
                 modules,
                 buffers,
-                want: want.bytes().to_vec(),
+                want,
                 params,
             },
         ));
@@ -678,7 +854,6 @@ fn check_random_programs() {
     for (seed, case) in &cases {
         for (compiled, options) in &case.modules {
             let out = outputs.next().expect("one output per job");
-            let output_index = case.buffers.len() - 1;
             let verdict = if out.status != 0 {
                 let message = usize::try_from(out.status - 1)
                     .ok()
@@ -689,25 +864,30 @@ fn check_random_programs() {
                     })
                     .unwrap_or_default();
                 Some(format!("status {}: {message}", out.status))
-            } else if !same_bits(case.program.output, &out.buffers[output_index], &case.want) {
-                let elem = case.program.output.bytes();
-                let at = out.buffers[output_index]
-                    .chunks(elem)
-                    .zip(case.want.chunks(elem))
-                    .position(|(g, w)| !same_bits(case.program.output, g, w))
-                    .unwrap_or(0);
-                let channels = case.program.channels.unwrap_or(1);
-                let pixel = at as i64 / channels;
-                Some(format!(
-                    "differs at x={}, y={}, c={}: got {:?}, want {:?}",
-                    pixel % WIDTH,
-                    pixel / WIDTH,
-                    at as i64 % channels,
-                    &out.buffers[output_index][at * elem..(at + 1) * elem],
-                    &case.want[at * elem..(at + 1) * elem]
-                ))
             } else {
-                None
+                case.want.iter().find_map(|(buffer, ty, want)| {
+                    let got = &out.buffers[*buffer];
+                    if same_bits(*ty, got, want) {
+                        return None;
+                    }
+                    let elem = ty.bytes();
+                    let at = got
+                        .chunks(elem)
+                        .zip(want.chunks(elem))
+                        .position(|(g, w)| !same_bits(*ty, g, w))
+                        .unwrap_or(0);
+                    let channels = case.program.channels.unwrap_or(1);
+                    let pixel = at as i64 / channels;
+                    Some(format!(
+                        "output {} differs at x={}, y={}, c={}: got {:?}, want {:?}",
+                        compiled.abi.buffers[*buffer].name,
+                        pixel % WIDTH,
+                        pixel / WIDTH,
+                        at as i64 % channels,
+                        &got[at * elem..(at + 1) * elem],
+                        &want[at * elem..(at + 1) * elem]
+                    ))
+                })
             };
             if let Some(why) = verdict {
                 failures.push(format!(
