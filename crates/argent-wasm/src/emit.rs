@@ -66,6 +66,37 @@ pub(crate) struct Ctx {
     /// The declared ranges of the f32 parameters whose range the body
     /// checks before anything else (see [`checked_param_ranges`]).
     pub param_ranges: Vec<(String, FloatRange)>,
+    /// The most locals one function declared (see [`check_engine_limits`]).
+    pub most_locals: usize,
+}
+
+/// The largest function body, in bytes, that WebAssembly engines compile
+/// (the JS API's implementation limits, which V8 enforces).
+pub const MAX_FUNCTION_BYTES: usize = 7_654_321;
+/// The most locals one function may declare (the same limits).
+pub const MAX_FUNCTION_LOCALS: usize = 50_000;
+
+/// Refuses a module that engines would refuse, as a user error: only a
+/// schedule that unrolls or vectorises very large bodies (or scalar code
+/// for such vectors, one copy per lane) reaches these limits.
+fn check_engine_limits(
+    functions: &[(&str, &Function)],
+    most_locals: usize,
+) -> Result<(), CodegenError> {
+    for (name, f) in functions {
+        let bytes = f.byte_len();
+        if bytes > MAX_FUNCTION_BYTES {
+            return Err(CodegenError::TooLarge(format!(
+                "the generated function `{name}` takes {bytes} bytes, more than the {MAX_FUNCTION_BYTES} engines compile"
+            )));
+        }
+    }
+    if most_locals > MAX_FUNCTION_LOCALS {
+        return Err(CodegenError::TooLarge(format!(
+            "a generated function needs {most_locals} locals, more than the {MAX_FUNCTION_LOCALS} engines allow"
+        )));
+    }
+    Ok(())
 }
 
 /// What a variable name is bound to.
@@ -342,6 +373,7 @@ impl<'c> FnBuilder<'c> {
     }
 
     pub fn finish(self) -> Function {
+        self.ctx.most_locals = self.ctx.most_locals.max(self.locals.len());
         let mut f = Function::new_with_locals_types(self.locals.iter().copied());
         f.raw(self.code);
         f.instruction(&I::End);
@@ -2389,6 +2421,7 @@ pub(crate) fn compile_module(
         error_args_offset,
         parallel_for: 0,
         param_ranges: checked_param_ranges(module),
+        most_locals: 0,
     };
 
     // `body(args_ptr)`: binds the descriptor fields and runs the pipeline.
@@ -2499,6 +2532,14 @@ pub(crate) fn compile_module(
     if query_fn.is_some() {
         exports.export("query", ExportKind::Func, query_index);
     }
+    let mut functions_by_name = vec![("run", &run_fn), ("body", &body_fn)];
+    for (info, f) in &ctx.tasks {
+        functions_by_name.push((info.export.as_str(), f));
+    }
+    if let Some(f) = &query_fn {
+        functions_by_name.push(("query", f));
+    }
+    check_engine_limits(&functions_by_name, ctx.most_locals)?;
     let mut code = CodeSection::new();
     code.function(&run_fn);
     code.function(&body_fn);

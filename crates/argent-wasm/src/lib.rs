@@ -272,7 +272,7 @@ pub struct CompiledModule {
 }
 
 /// Why code generation failed. Lowering produces only modules this backend
-/// accepts, so every variant is a compiler bug, never a user error.
+/// accepts, so every variant but `TooLarge` is a compiler bug.
 #[derive(Clone, Debug, PartialEq)]
 pub enum CodegenError {
     /// A node that must not survive lowering (`Provide`, `Realize`, calls
@@ -284,6 +284,17 @@ pub enum CodegenError {
     UnsupportedType(String),
     /// The emitted module failed validation (a backend bug).
     Invalid(String),
+    /// The module would exceed what engines compile (a function's size or
+    /// its locals). The one variant that is the user's doing: the schedule
+    /// unrolls or vectorises more code than an engine accepts.
+    TooLarge(String),
+}
+
+impl CodegenError {
+    /// Whether the error is the program's (its schedule's), not a bug.
+    pub fn is_user_error(&self) -> bool {
+        matches!(self, CodegenError::TooLarge(_))
+    }
 }
 
 impl fmt::Display for CodegenError {
@@ -293,6 +304,10 @@ impl fmt::Display for CodegenError {
             CodegenError::Unbound(name) => write!(f, "unbound name `{name}`"),
             CodegenError::UnsupportedType(what) => write!(f, "unsupported type: {what}"),
             CodegenError::Invalid(msg) => write!(f, "generated module is invalid: {msg}"),
+            CodegenError::TooLarge(msg) => write!(
+                f,
+                "{msg}: the schedule unrolls or vectorises more code than a WebAssembly engine accepts; use smaller unroll or vector factors, or compute large stages at the root"
+            ),
         }
     }
 }

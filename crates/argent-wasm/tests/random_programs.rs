@@ -2,8 +2,11 @@
 //! the source language (typed inputs under a boundary condition, one to
 //! three stages of random arithmetic over stencil taps, casts, saturating
 //! casts, selects, the widening and averaging shapes the SIMD peepholes
-//! look for; update definitions: stencil reductions, scans, a histogram
-//! and its gathers; sometimes a second output that a later stage reads),
+//! look for; inline reductions with `argmin`/`argmax` and rdom
+//! predicates; `bool` stages that later stages select with; update
+//! definitions: stencil reductions, scans, a histogram over a fixed or
+//! the whole input's domain and its gathers; sometimes two or three
+//! outputs that later stages read),
 //! each under a random schedule, go through the whole compiler
 //! (parser, checker, lowering passes, backend) and run in Node with SIMD
 //! and scalar code. Every output must equal the reference interpreter's
@@ -44,6 +47,9 @@ struct Sources {
     /// and its type, once a stage has built it: later stages gather from
     /// it at data-dependent indices.
     histogram: Option<Type>,
+    /// Stages of type `bool` (conditions computed once and read by later
+    /// stages' selects).
+    bools: Vec<String>,
 }
 
 struct Gen<'a> {
@@ -169,6 +175,18 @@ impl Gen<'_> {
                 )
             }
             1 if depth > 0 => format!("!({})", self.boolean(depth - 1)),
+            2 if !self.sources.bools.is_empty() => {
+                let k = self.rng.below(self.sources.bools.len());
+                let name = self.sources.bools[k].clone();
+                let dx = self.rng.below(3) as i64 - 1;
+                let [x, y] = self.at;
+                let channel = if self.sources.channels.is_some() {
+                    ", c"
+                } else {
+                    ""
+                };
+                format!("{name}({x} + {dx}, {y}{channel})")
+            }
             _ => {
                 let ty = self.pick(&TYPES);
                 let op = self.pick(&["<", "<=", "==", "!=", ">", ">="]);
@@ -307,7 +325,14 @@ impl Gen<'_> {
         let [x, y] = self.at;
         let tap = format!("{name}({x} + r.x, {y} + r.y{channel})");
         let tap = self.convert(tap, from, element);
-        let op = *self.rng.pick(&["sum", "minimum", "maximum", "product"]);
+        let op = *self
+            .rng
+            .pick(&["sum", "minimum", "maximum", "product", "argmin", "argmax"]);
+        if op.starts_with("arg") {
+            // The coordinate of the first extreme point.
+            let which = self.pick(&["x", "y"]);
+            return self.convert(format!("{op}({tap}).{which}"), Type::I32, ty);
+        }
         self.convert(format!("{op}({tap})"), element, ty)
     }
 
@@ -374,7 +399,9 @@ fn random_program(rng: &mut Rng) -> Program {
     let mut source = format!("input {input} in({args})\nb = {boundary}\n");
     let rdom = rng.below(3) == 0;
     if rdom {
-        source.push_str("rdom r = [-1 .. 2, 0 .. 2]\n");
+        // Sometimes with a predicate: reductions skip some points.
+        let predicate = *rng.pick(&["", "", " where r.x != r.y", " where r.x + r.y < 1"]);
+        source.push_str(&format!("rdom r = [-1 .. 2, 0 .. 2]{predicate}\n"));
     }
     // A ranged parameter: the compiler relies on the range (bounds, and
     // float-to-int conversions without saturation checks).
@@ -406,11 +433,15 @@ fn random_program(rng: &mut Rng) -> Program {
         source.push_str(&declaration);
         (ty, value)
     });
-    // Update definitions: a 1-D stencil rdom `u`, a scan rdom `s`, and
-    // the 9x5 rdom `rh` a histogram scatters over.
+    // Update definitions: 1-D stencil rdoms `u` and `v` (with a hole), a
+    // scan rdom `s`, and the rdoms a histogram scatters over: 9x5 points,
+    // or the input's whole extent.
     let updates = rng.below(3) == 0;
     if updates {
-        source.push_str("rdom u = [-1 .. 2]\nrdom s = [1 .. 9]\nrdom rh = [0 .. 9, 0 .. 5]\n");
+        source.push_str(
+            "rdom u = [-1 .. 2]\nrdom v = [-2 .. 3] where v != 0\nrdom s = [1 .. 9]\n\
+             rdom rh = [0 .. 9, 0 .. 5]\nrdom rw = [0 .. in.width, 0 .. in.height]\n",
+        );
     }
     let mut sources = Sources {
         funcs: vec![("b".to_string(), input)],
@@ -418,10 +449,25 @@ fn random_program(rng: &mut Rng) -> Program {
         rdom,
         param,
         histogram: None,
+        bools: Vec::new(),
     };
-    let stages = 1 + rng.below(3);
+    let stages = 1 + rng.below(4);
     let mut types = Vec::new();
     for k in 0..stages {
+        // Sometimes a condition, for the later stages to select with.
+        if k + 1 < stages && rng.below(5) == 0 {
+            let body = Gen {
+                rng,
+                sources: &sources,
+                at: ["x", "y"],
+                reductions: true,
+            }
+            .boolean(3);
+            source.push_str(&format!("f{k}({args}) = {body}\n"));
+            sources.bools.push(format!("f{k}"));
+            types.push(Type::BOOL);
+            continue;
+        }
         let ty = *rng.pick(&TYPES);
         let body = Gen {
             rng,
@@ -446,11 +492,14 @@ fn random_program(rng: &mut Rng) -> Program {
             sources.histogram = Some(ty);
         }
     }
-    // Sometimes an earlier stage is an output too (computed once, stored
-    // in its own buffer as well as read by the stages after it).
+    // Sometimes earlier stages are outputs too (computed once, stored in
+    // their own buffers as well as read by the stages after them).
     let mut outputs = vec![stages - 1];
-    if stages > 1 && rng.below(3) == 0 {
-        outputs.push(rng.below(stages - 1));
+    for _ in 0..2 {
+        let k = rng.below(stages);
+        if rng.below(3) == 0 && types[k] != Type::BOOL && !outputs.contains(&k) {
+            outputs.push(k);
+        }
     }
     let names: Vec<String> = outputs.iter().map(|k| format!("f{k}")).collect();
     source.push_str(&format!("output {}\n", names.join(", ")));
@@ -481,7 +530,8 @@ fn random_update(rng: &mut Rng, sources: &Sources, f: &str, ty: Type) -> String 
     };
     match g.rng.below(3) {
         0 => {
-            let tap = format!("{name}(x + u, y{channel})");
+            let rdom = g.pick(&["u", "v"]);
+            let tap = format!("{name}(x + {rdom}, y{channel})");
             let tap = g.convert(tap, from, ty);
             let value = if g.rng.below(2) == 0 {
                 tap
@@ -533,7 +583,8 @@ fn random_histogram(rng: &mut Rng, sources: &Sources) -> (Type, String) {
     } else {
         ""
     };
-    let read = format!("{name}(rh.x, rh.y{channel})");
+    let rdom = *rng.pick(&["rh", "rh", "rw"]);
+    let read = format!("{name}({rdom}.x, {rdom}.y{channel})");
     let mut g = Gen {
         rng,
         sources,
@@ -812,16 +863,28 @@ fn check_random_programs() {
         let mut modules = Vec::new();
         // SIMD and scalar code on one thread, and SIMD code on shared
         // memory with two workers (random schedules have parallel loops).
+        let mut too_large = false;
         for (simd, threads) in [(true, false), (false, false), (true, true)] {
             let options = CodegenOptions { simd, threads };
-            let compiled = compile(&lowered.module, &options).unwrap_or_else(|e| {
-                panic!(
+            let compiled = match compile(&lowered.module, &options) {
+                Ok(compiled) => compiled,
+                // Code larger than engines accept (a wide vector of a
+                // large body, as scalar code): refused with a message.
+                Err(e) if e.is_user_error() => {
+                    too_large = true;
+                    break;
+                }
+                Err(e) => panic!(
                     "seed {seed}: the backend fails ({options:?}): {e:?}\n{}\n{schedule}",
                     program.source
-                )
-            });
+                ),
+            };
             wasmparser::validate(&compiled.bytes).expect("a valid module");
             modules.push((compiled, options));
+        }
+        if too_large {
+            refused += 1;
+            continue;
         }
         cases.push((
             seed,

@@ -281,9 +281,12 @@ pub fn compile_leaving_cleanup(
     let compiled = match compiled {
         Ok(compiled) => compiled,
         Err(error) => {
-            let mut diagnostic =
+            let mut diagnostic = if error.is_user_error() {
+                Diagnostic::error("L0002", argent_ir::Span::DUMMY, error.to_string())
+            } else {
                 Diagnostic::error("ICE", argent_ir::Span::DUMMY, error.to_string())
-                    .with_note("this is a bug in the Argent compiler, not in your program");
+                    .with_note("this is a bug in the Argent compiler, not in your program")
+            };
             if let (Some(seed), Some(text)) = (options.random_schedule, &schedule) {
                 diagnostic = diagnostic.with_note(format!("with random schedule {seed}:\n{text}"));
             }
