@@ -1,5 +1,6 @@
 //! Differential test over random *programs*: random algorithms written in
-//! the source language (typed inputs under a boundary condition, one to
+//! the source language (one or two typed inputs of different sizes under
+//! boundary conditions, one to
 //! three stages of random arithmetic over stencil taps, casts, saturating
 //! casts, selects, the widening and averaging shapes the SIMD peepholes
 //! look for; inline reductions with `argmin`/`argmax` and rdom
@@ -370,10 +371,10 @@ impl Gen<'_> {
     }
 }
 
-/// A random program and the types of its input and output.
+/// A random program and the types of its outputs (the inputs' types are
+/// the compiled pipeline's).
 struct Program {
     source: String,
-    input: Type,
     /// The output funcs' types, in the order of the `output` line.
     outputs: Vec<Type>,
     /// `Some(n)`: the input and every func are `(x, y, c)` with `n`
@@ -397,6 +398,14 @@ fn random_program(rng: &mut Rng) -> Program {
         "x, y"
     };
     let mut source = format!("input {input} in({args})\nb = {boundary}\n");
+    // Sometimes a second input (a mask, a second image) of another type
+    // and size, under its own boundary condition.
+    let second = (rng.below(4) == 0).then(|| {
+        let ty = *rng.pick(&TYPES);
+        let condition = *rng.pick(&["repeat_edge", "mirror_interior", "repeat_image"]);
+        source.push_str(&format!("input {ty} m({args})\nb2 = {condition}(m)\n"));
+        ty
+    });
     let rdom = rng.below(3) == 0;
     if rdom {
         // Sometimes with a predicate: reductions skip some points.
@@ -443,8 +452,12 @@ fn random_program(rng: &mut Rng) -> Program {
              rdom rh = [0 .. 9, 0 .. 5]\nrdom rw = [0 .. in.width, 0 .. in.height]\n",
         );
     }
+    let mut funcs = vec![("b".to_string(), input)];
+    if let Some(ty) = second {
+        funcs.push(("b2".to_string(), ty));
+    }
     let mut sources = Sources {
-        funcs: vec![("b".to_string(), input)],
+        funcs,
         channels,
         rdom,
         param,
@@ -505,7 +518,6 @@ fn random_program(rng: &mut Rng) -> Program {
     source.push_str(&format!("output {}\n", names.join(", ")));
     Program {
         source,
-        input,
         outputs: outputs.iter().map(|&k| types[k]).collect(),
         channels,
     }
@@ -713,7 +725,6 @@ fn check_random_programs() {
                 program.source
             )
         });
-        program.input = pipeline.inputs[0].ty.element();
         if own.is_some() {
             program.channels = (pipeline.inputs[0].dims.len() == 3).then_some(3);
         }
@@ -781,17 +792,32 @@ fn check_random_programs() {
         if std::env::var_os("ARGENT_PRINT_LOWERED").is_some() {
             eprintln!("seed {seed} lowered:\n{}", lowered.loop_nest);
         }
-        // The input is smaller than the output on one side and larger on
-        // the other, so the boundary condition has work on every edge.
+        // Each input is smaller than the output on one side and larger on
+        // the other, so the boundary condition has work on every edge; a
+        // second input covers another region.
         let channels: Vec<i64> = program.channels.into_iter().collect();
-        let input_extents = [&[WIDTH - 5, HEIGHT + 3][..], &channels].concat();
-        let input_mins = [2, -2, 0];
-        let input = input_image(program.input, &input_extents, &mut rng)
-            .with_min(&input_mins[..input_extents.len()]);
+        let inputs: Vec<(String, Buffer, Vec<i64>, Vec<i64>)> = pipeline
+            .inputs
+            .iter()
+            .enumerate()
+            .map(|(k, i)| {
+                let (extents, mins) = if k == 0 {
+                    ([WIDTH - 5, HEIGHT + 3], [2, -2, 0])
+                } else {
+                    ([WIDTH + 2, HEIGHT - 4], [-3, 1, 0])
+                };
+                let extents = [&extents[..], &channels].concat();
+                let mins = mins[..extents.len()].to_vec();
+                let image = input_image(i.ty.element(), &extents, &mut rng).with_min(&mins);
+                (i.name.clone(), image, mins, extents)
+            })
+            .collect();
         let output_extents = [&[WIDTH, HEIGHT][..], &channels].concat();
         let region: Vec<(i64, i64)> = output_extents.iter().map(|&e| (0, e)).collect();
-        let expected = argent_interp::realize(&pipeline, &[("in", &input)], &[], &region)
-            .unwrap_or_else(|e| {
+        let named: Vec<(&str, &Buffer)> =
+            inputs.iter().map(|(n, b, _, _)| (n.as_str(), b)).collect();
+        let expected =
+            argent_interp::realize(&pipeline, &named, &[], &region).unwrap_or_else(|e| {
                 panic!(
                     "seed {seed}: the interpreter fails: {e:?}\n{}",
                     program.source
@@ -803,7 +829,11 @@ fn check_random_programs() {
             .iter()
             .map(|b| match b.role {
                 BufferRole::Input => {
-                    buffer_arg(input.bytes().to_vec(), &input_mins, &input_extents)
+                    let (_, image, mins, extents) = inputs
+                        .iter()
+                        .find(|(n, ..)| *n == b.name)
+                        .expect("an image per input");
+                    buffer_arg(image.bytes().to_vec(), mins, extents)
                 }
                 _ => {
                     let elements: i64 = output_extents.iter().product();
