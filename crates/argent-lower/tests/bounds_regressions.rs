@@ -77,19 +77,22 @@ fn gaussian5x5_runs_on_the_image_it_blurs() {
     lowered_matches_interpreter_on_the_whole_image("gaussian5x5.ag", &[2, 3, 1]);
 }
 
+/// The language's boundary conditions (docs/language.md).
+const BOUNDARY_CONDITIONS: [&str; 5] = [
+    "repeat_edge",
+    "constant_exterior",
+    "repeat_image",
+    "mirror_image",
+    "mirror_interior",
+];
+
 /// Every boundary condition reads only inside the image, so the image
 /// itself is a large enough input. `mirror_image` folds with
 /// `min(c, 2e - 1 - c)`: bounding the two operands apart asked for an
 /// input twice as wide as the image (found by a random program).
 #[test]
 fn every_boundary_condition_runs_on_the_image_it_reads() {
-    for condition in [
-        "repeat_edge",
-        "constant_exterior",
-        "repeat_image",
-        "mirror_image",
-        "mirror_interior",
-    ] {
+    for condition in BOUNDARY_CONDITIONS {
         let source = format!(
             "input u8 in(x, y)\nb = {condition}(in)\nout(x, y) = b(x - 2, y + 1) + b(x + 3, y - 1)\noutput out\nschedule {{\n  out.vectorize(x, 8)\n}}\n"
         );
@@ -196,13 +199,7 @@ fn outputs_read_by_other_stages_are_computed_where_they_are_read() {
 /// looked too small (found by random programs).
 #[test]
 fn scatters_through_every_boundary_condition_read_inside_the_image() {
-    for condition in [
-        "repeat_edge",
-        "constant_exterior",
-        "repeat_image",
-        "mirror_image",
-        "mirror_interior",
-    ] {
+    for condition in BOUNDARY_CONDITIONS {
         let source = format!(
             "input u8 in(x, y)\nb = {condition}(in)\nrdom r = [0 .. 9, 0 .. 5]\n\
              h(i) = u32(0)\nh(clamp(i32(b(r.x - 2, r.y)), 0, 15)) += u32(1)\n\
