@@ -121,6 +121,10 @@ enum Command {
         /// Print each pass's time and the IR size after it to stderr.
         #[arg(long)]
         time_passes: bool,
+        /// Lower for an engine without SIMD128: vectorised loops become
+        /// serial loops (what the page compiles where SIMD is missing).
+        #[arg(long)]
+        scalar: bool,
     },
     /// Fail with an internal error on purpose (tests the exit-code mapping).
     #[command(hide = true)]
@@ -210,11 +214,13 @@ fn dispatch(command: Option<Command>, color: bool) -> Result<(), CliError> {
             schedule_tree,
             print_after,
             time_passes,
+            scalar,
         }) => {
             let loaded = run::load(&pipeline, schedule.as_deref(), color)?;
             let options = argent_lower::LowerOptions {
                 print_after: print_after.clone(),
                 time_passes,
+                scalar_target: scalar,
                 ..Default::default()
             };
             let lowered =

@@ -710,6 +710,23 @@ fn lower_prints_the_scheduled_loop_nest_and_the_schedule_tree() {
     ]));
     assert!(dumps.contains("# after synthesize"), "{dumps}");
     assert!(dumps.contains("# after flatten"), "{dumps}");
+    // For an engine without SIMD the vectorised loops stay loops.
+    let vectorized = |extra: &[&str]| {
+        let args = [
+            &["lower", "--print-after", "vectorize"],
+            extra,
+            &["examples/box_blur.ag"],
+        ]
+        .concat();
+        stdout(&argent(&args))
+    };
+    let simd = vectorized(&[]);
+    assert!(simd.contains("ramp("), "{simd}");
+    let scalar = vectorized(&["--scalar"]);
+    assert!(
+        scalar.contains("# after vectorize") && !scalar.contains("ramp("),
+        "{scalar}"
+    );
 }
 
 #[test]

@@ -1006,10 +1006,30 @@ impl<'d> Checker<'d> {
                 )
             })
             .collect();
-        let mut value = Expr::likely(Expr::call_input(info.ty, source.name.clone(), interior));
+        let read = Expr::call_input(info.ty, source.name.clone(), interior);
+        let mut rules_value = read.clone();
         for (_, cond, v) in arms.into_iter().rev() {
-            value = Expr::select(cond, v, value);
+            rules_value = Expr::select(cond, v, rules_value);
         }
+        // Almost every read is inside the image, so that test comes first,
+        // marked likely: `partition_loops` then gives the loops over the
+        // interior a steady state without any rule, which `vectorize` can
+        // widen. Tested only after the rules (each an equality with a
+        // coordinate outside the image), the interior was a steady state
+        // the partitioner could not describe, and the stage ran scalar
+        // code. No rule matches inside the image: the value is the same.
+        let inside = vars
+            .iter()
+            .enumerate()
+            .map(|(d, v)| {
+                Expr::and(
+                    Expr::le(field("min", d), v.clone()),
+                    Expr::lt(v.clone(), Expr::add(field("min", d), field("extent", d))),
+                )
+            })
+            .reduce(Expr::and)
+            .unwrap_or_else(|| Expr::bool(true));
+        let value = Expr::select(Expr::likely(inside), read, rules_value);
         self.sigs.insert(
             name.name.clone(),
             Sig {

@@ -1550,7 +1550,7 @@ mod end_to_end {
         let s = crate::partition_loops::partition_loops(&m.body);
         let s = crate::flatten::flatten(&s, &m.buffers);
         let s = crate::unroll::unroll(&s);
-        let s = crate::vectorize::vectorize(&s);
+        let s = crate::vectorize::vectorize(&s, true);
         m.body = argent_arith::cse_stmt(&argent_arith::simplify_stmt(&s));
         let mut input = Buffer::new(Type::U16, &[w + 10, h + 2]).with_min(&[-5, -1]);
         input.fill(|c| Value::Int((c[0] * 7919 + c[1] * 104_729).rem_euclid(65_536)));
@@ -1650,7 +1650,7 @@ mod examples {
         let mut m = lowered.module;
         let s = crate::partition_loops::partition_loops(&m.body);
         let s = crate::flatten::flatten(&s, &m.buffers);
-        let s = crate::vectorize::vectorize(&crate::unroll::unroll(&s));
+        let s = crate::vectorize::vectorize(&crate::unroll::unroll(&s), true);
         m.body = argent_arith::cse_stmt(&argent_arith::simplify_stmt(&s));
         let (w, h) = (37, 23);
         let inputs: Vec<(String, Buffer)> = p

@@ -36,9 +36,16 @@ pub const PASSES: &[&str] = &[
     "hoist_invariants",
 ];
 
-/// What to record while lowering.
+/// The target's one property that lowering needs, and what to record
+/// while lowering.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct LowerOptions {
+    /// The backend has no vector instructions (WebAssembly without
+    /// SIMD128): `vectorize` then turns vectorized loops into serial loops.
+    /// Vector code would be computed lane by lane there, one copy of each
+    /// statement per lane, so the module would grow with the vector width
+    /// and run no faster.
+    pub scalar_target: bool,
     /// `Some("all")` dumps the IR after every pass that changed it;
     /// `Some(name)` after that pass only. When `None`, the environment
     /// variable `ARGENT_PRINT_AFTER` is consulted (on native targets).
@@ -290,7 +297,9 @@ pub fn lower(pipeline: &Pipeline, options: &LowerOptions) -> Result<Lowered, Low
     rec.record("unroll", &s)?;
     let s = rec.retire(s, crate::trim_no_ops::trim_no_ops);
     rec.record("trim_no_ops", &s)?;
-    let s = rec.retire(s, crate::vectorize::vectorize);
+    let s = rec.retire(s, |s| {
+        crate::vectorize::vectorize(s, !options.scalar_target)
+    });
     rec.record("vectorize", &s)?;
     // Dense-innermost-stride version of the body (vec engineer's pass).
     // An output whose schedule bounds its channels to a constant count has

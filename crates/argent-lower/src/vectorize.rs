@@ -26,9 +26,18 @@ use argent_ir::visit::{Mutator, Visitor, mutate_stmt_children, walk_expr, walk_s
 use argent_ir::{CallTarget, Expr, ExprKind, ForKind, Intrinsic, Stmt};
 
 /// Vectorise every `ForKind::Vectorized` loop of `s` whose extent is a
-/// constant; the others become serial loops.
-pub fn vectorize(s: &Stmt) -> Stmt {
-    Vectorizer.mutate_stmt(s)
+/// constant; the others become serial loops. Without `simd` (a backend
+/// with no vector instructions) every one becomes a serial loop:
+///
+/// ```text
+/// vectorized (x, 0, 4) { f[x] = in[x] + 1 }   ==>   for (x, 0, 4) { f[x] = in[x] + 1 }
+/// ```
+pub fn vectorize(s: &Stmt, simd: bool) -> Stmt {
+    if simd {
+        Vectorizer.mutate_stmt(s)
+    } else {
+        demote_vectorized(s)
+    }
 }
 
 struct Vectorizer;
@@ -644,7 +653,7 @@ mod tests {
         mut vector: argent_ir::Module,
         pixels: &[i64],
     ) -> String {
-        vector.body = vectorize(&vector.body);
+        vector.body = vectorize(&vector.body, true);
         let text = vector.body.to_string();
         assert!(!text.contains("for (x,"), "the loop over x stays:\n{text}");
         assert_eq!(
@@ -661,7 +670,18 @@ mod tests {
         expect![[r#"
             out[ramp((out.stride.0 * (0 - out.min.0)), out.stride.0, 8)] = ((in[ramp((in.stride.0 * (1 - in.min.0)), in.stride.0, 8)] * x8(3)) + ramp(0, 1, 8))
         "#]]
-        .assert_eq(&argent_arith::simplify_stmt(&vectorize(&m.body)).to_string());
+        .assert_eq(&argent_arith::simplify_stmt(&vectorize(&m.body, true)).to_string());
+    }
+
+    #[test]
+    fn a_scalar_target_gets_serial_loops() {
+        let m = loop_module(ForKind::Vectorized, 8, input(x() + 1) * 3 + x());
+        let text = vectorize(&m.body, false).to_string();
+        assert!(
+            !text.contains("ramp") && !text.contains("vectorized"),
+            "{text}"
+        );
+        assert!(text.starts_with("for (x, 0, 8)"), "{text}");
     }
 
     #[test]
@@ -685,7 +705,7 @@ mod tests {
         expect![[r#"
             out[ramp(base, 1, 16)] = u8x16(in[ramp((base + 2), 1, 16)])
         "#]]
-        .assert_eq(&argent_arith::simplify_stmt(&vectorize(&body)).to_string());
+        .assert_eq(&argent_arith::simplify_stmt(&vectorize(&body, true)).to_string());
     }
 
     #[test]
@@ -780,7 +800,11 @@ mod tests {
         // Different elements on each side: serial.
         let shifted = Expr::select(Expr::eq(x(), Expr::i32(3)), input(x()), input(x() + 1));
         let m = loop_module(ForKind::Vectorized, 8, shifted);
-        assert!(vectorize(&m.body).to_string().starts_with("for (x, 0, 8)"));
+        assert!(
+            vectorize(&m.body, true)
+                .to_string()
+                .starts_with("for (x, 0, 8)")
+        );
     }
 
     #[test]
@@ -855,7 +879,11 @@ mod tests {
         // could read out of bounds.
         let guarded = Expr::select(Expr::lt(x(), Expr::i32(3)), input(x()), Expr::i32(0));
         let m = loop_module(ForKind::Vectorized, 8, guarded);
-        assert!(vectorize(&m.body).to_string().starts_with("for (x, 0, 8)"));
+        assert!(
+            vectorize(&m.body, true)
+                .to_string()
+                .starts_with("for (x, 0, 8)")
+        );
         // A loop-carried dependence: out[x] reads out[x - 1].
         let carried = Stmt::For {
             var: "x".into(),
@@ -868,7 +896,11 @@ mod tests {
                 value: Expr::load(Type::I32, "out", x() - 1) + 1,
             }),
         };
-        assert!(vectorize(&carried).to_string().starts_with("for (x, 1, 7)"));
+        assert!(
+            vectorize(&carried, true)
+                .to_string()
+                .starts_with("for (x, 1, 7)")
+        );
         // A non-constant extent.
         let dynamic = Stmt::For {
             var: "x".into(),
@@ -886,7 +918,7 @@ mod tests {
               out[x] = x
             }
         "#]]
-        .assert_eq(&vectorize(&dynamic).to_string());
+        .assert_eq(&vectorize(&dynamic, true).to_string());
     }
 
     /// Random scalar expressions of `x` and input reads, exercising every
@@ -963,7 +995,7 @@ mod tests {
             let lanes = [4, 8, 16][case % 3];
             let serial = loop_module(ForKind::Serial, lanes, value.clone());
             let mut vector = loop_module(ForKind::Vectorized, lanes, value.clone());
-            vector.body = vectorize(&vector.body);
+            vector.body = vectorize(&vector.body, true);
             if !vector.body.to_string().contains("for (") {
                 vectorized += 1;
             }

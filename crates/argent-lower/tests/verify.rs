@@ -28,15 +28,21 @@ fn examples() -> Vec<(String, argent_ir::Pipeline)> {
 }
 
 /// Every pass's output verifies, for every example's own schedule and a
-/// few random ones (tests/random_schedules.rs verifies 200 per example).
-/// Errors other than compiler bugs (the known bounds-inference failures)
-/// are not this test's concern.
+/// few random ones (tests/random_schedules.rs verifies 200 per example),
+/// lowered for SIMD and for a scalar target. Errors other than compiler
+/// bugs (the known bounds-inference failures) are not this test's concern.
 #[test]
 fn every_pass_of_every_example_verifies() {
-    let options = LowerOptions {
-        verify: true,
-        ..Default::default()
-    };
+    for scalar_target in [false, true] {
+        every_pass_verifies(&LowerOptions {
+            verify: true,
+            scalar_target,
+            ..Default::default()
+        });
+    }
+}
+
+fn every_pass_verifies(options: &LowerOptions) {
     let mut bugs = Vec::new();
     let mut lowered = 0;
     for (name, p) in examples() {
@@ -47,7 +53,7 @@ fn every_pass_of_every_example_verifies() {
             cases.push((format!("seed {seed}"), q));
         }
         for (label, q) in cases {
-            match lower(&q, &options) {
+            match lower(&q, options) {
                 Ok(_) => lowered += 1,
                 Err(LowerError::Bug(b)) => bugs.push(format!("{name} ({label}): {b}")),
                 Err(_) => {}

@@ -4,7 +4,8 @@
 //! module; `dump_wat PIPELINE.ag OUT` instead writes `OUT.wasm` and
 //! `OUT.abi` (one line per buffer `buffer NAME ELEM_BYTES DIMS OFFSET`, per
 //! parameter `param NAME TYPE OFFSET`, then `args SIZE HEAP_TOP_OFFSET`),
-//! which `examples/time_module.mjs` runs and times.
+//! which `examples/time_module.mjs` runs and times. `SCALAR=1` generates the
+//! scalar fallback instead of SIMD128 code.
 
 use argent_wasm::{CodegenOptions, compile};
 use std::fmt::Write as _;
@@ -23,7 +24,12 @@ fn main() {
     }
     let source = std::fs::read_to_string(&path).expect("the pipeline file is readable");
     let pipeline = argent_lang::compile(&source).expect("the pipeline compiles");
-    let lowered = argent_lower::lower::lower(&pipeline, &Default::default()).expect("it lowers");
+    let scalar = std::env::var("SCALAR").is_ok();
+    let lower_options = argent_lower::LowerOptions {
+        scalar_target: scalar,
+        ..Default::default()
+    };
+    let lowered = argent_lower::lower::lower(&pipeline, &lower_options).expect("it lowers");
     if std::env::var("DUMP_IR").is_ok() {
         eprintln!("{}", lowered.module.body);
     }
@@ -32,6 +38,8 @@ fn main() {
     // `env.parallel_for`), as it does on every thread count.
     let options = CodegenOptions {
         threads: std::env::var("THREADS").is_ok(),
+        // SCALAR=1 generates the fallback for engines without SIMD128.
+        simd: !scalar,
         ..CodegenOptions::default()
     };
     let compiled = compile(&lowered.module, &options).expect("it compiles");

@@ -187,7 +187,9 @@ pub use scalarize::{lane_of, scalarize_stmt};
 pub struct CodegenOptions {
     /// Emit SIMD128 instructions for vector expressions. When false, vector
     /// expressions are computed lane by lane with scalar instructions (for
-    /// engines where `WebAssembly.validate` of a SIMD probe fails).
+    /// engines where `WebAssembly.validate` of a SIMD probe fails). A module
+    /// lowered for such engines (`LowerOptions::scalar_target`, as the page
+    /// compiles it) has no vectors left: its vectorised loops are serial.
     pub simd: bool,
     /// Shared memory, atomics, and parallel loops through
     /// `env.parallel_for`. When false, parallel loops run serially.

@@ -675,7 +675,8 @@ fn buffer_arg(bytes: Vec<u8>, mins: &[i64], extents: &[i64]) -> BufData {
 struct Case {
     program: Program,
     schedule: String,
-    modules: Vec<(argent_wasm::CompiledModule, CodegenOptions)>,
+    /// Each compiled module, its options and what it is.
+    modules: Vec<(argent_wasm::CompiledModule, CodegenOptions, &'static str)>,
     buffers: Vec<BufData>,
     /// The module's parameters (their defaults), as argument words.
     params: Vec<u32>,
@@ -890,27 +891,50 @@ fn check_random_programs() {
                 }
             })
             .collect();
+        // The module for engines without SIMD128, as the page compiles it:
+        // vectorised loops lowered as serial loops.
+        let scalar_target = argent_lower::lower::lower(
+            &pipeline,
+            &argent_lower::LowerOptions {
+                scalar_target: true,
+                ..Default::default()
+            },
+        )
+        .unwrap_or_else(|e| {
+            panic!(
+                "seed {seed}: lowers with SIMD but not for a scalar target:\n{}\n{schedule}\n{e}",
+                program.source
+            )
+        });
         let mut modules = Vec::new();
-        // SIMD and scalar code on one thread, and SIMD code on shared
-        // memory with two workers (random schedules have parallel loops).
+        // SIMD code and the same vector code computed lane by lane (the
+        // backend's fallback for vector shapes it has no SIMD lowering for)
+        // on one thread; SIMD code on shared memory with two workers
+        // (random schedules have parallel loops); the scalar target's code.
         let mut too_large = false;
-        for (simd, threads) in [(true, false), (false, false), (true, true)] {
+        for (module, simd, threads, label) in [
+            (&lowered.module, true, false, "SIMD"),
+            (&lowered.module, false, false, "vector code lane by lane"),
+            (&lowered.module, true, true, "SIMD, 2 threads"),
+            (&scalar_target.module, false, false, "scalar target"),
+        ] {
             let options = CodegenOptions { simd, threads };
-            let compiled = match compile(&lowered.module, &options) {
+            let compiled = match compile(module, &options) {
                 Ok(compiled) => compiled,
                 // Code larger than engines accept (a wide vector of a
-                // large body, as scalar code): refused with a message.
+                // large body, computed lane by lane): refused with a
+                // message.
                 Err(e) if e.is_user_error() => {
                     too_large = true;
                     break;
                 }
                 Err(e) => panic!(
-                    "seed {seed}: the backend fails ({options:?}): {e:?}\n{}\n{schedule}",
+                    "seed {seed}: the backend fails ({label}): {e:?}\n{}\n{schedule}",
                     program.source
                 ),
             };
             wasmparser::validate(&compiled.bytes).expect("a valid module");
-            modules.push((compiled, options));
+            modules.push((compiled, options, label));
         }
         if too_large {
             refused += 1;
@@ -931,7 +955,7 @@ fn check_random_programs() {
     let jobs: Vec<Job> = cases
         .iter()
         .flat_map(|(_, c)| {
-            c.modules.iter().map(|(m, options)| Job {
+            c.modules.iter().map(|(m, options, _)| Job {
                 compiled: m,
                 buffers: &c.buffers,
                 params: &c.params,
@@ -945,7 +969,7 @@ fn check_random_programs() {
     let mut outputs = outputs.into_iter();
     let mut failures = Vec::new();
     for (seed, case) in &cases {
-        for (compiled, options) in &case.modules {
+        for (compiled, _, label) in &case.modules {
             let out = outputs.next().expect("one output per job");
             let verdict = if out.status != 0 {
                 let message = usize::try_from(out.status - 1)
@@ -984,7 +1008,7 @@ fn check_random_programs() {
             };
             if let Some(why) = verdict {
                 failures.push(format!(
-                    "seed {seed} ({options:?}): {why}\n{}schedule:\n{}\n",
+                    "seed {seed} ({label}): {why}\n{}schedule:\n{}\n",
                     case.program.source, case.schedule
                 ));
             }

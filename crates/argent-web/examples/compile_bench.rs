@@ -4,6 +4,7 @@
 //! in the page, and a steady loop to profile with `perf record`.
 //!
 //! `cargo run --release -p argent-web --example compile_bench -- [-n N] FILE.ag...`
+//! (`COMPILE_OPTIONS='{"simd": false}'` passes the page's compile options).
 
 use argent_web::api::{CompileResponse, compile, to_json};
 use std::time::Instant;
@@ -22,6 +23,7 @@ fn main() {
     } = BenchArgs::parse(50, false);
     let start = Instant::now();
     let now_ms = move || start.elapsed().as_secs_f64() * 1000.0;
+    let options = std::env::var("COMPILE_OPTIONS").unwrap_or_default();
     for file in files {
         let source = std::fs::read_to_string(&file).expect("readable source file");
         let (mut parse, mut lower, mut codegen, mut total) = (vec![], vec![], vec![], vec![]);
@@ -29,7 +31,7 @@ fn main() {
         let mut bytes = 0;
         for _ in 0..iterations {
             let called = now_ms();
-            let (response, wasm) = compile(&source, "", &now_ms);
+            let (response, wasm) = compile(&source, &options, &now_ms);
             let json = to_json(&response);
             drop(json);
             let CompileResponse::Ok { timings, .. } = response else {

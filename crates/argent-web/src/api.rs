@@ -257,7 +257,11 @@ pub fn compile_leaving_cleanup(
             .join("\n")
     });
     let parsed = now_ms();
-    let lowered = match argent_lower::lower(&pipeline, &LowerOptions::default()) {
+    let lower_options = LowerOptions {
+        scalar_target: !options.simd,
+        ..LowerOptions::default()
+    };
+    let lowered = match argent_lower::lower(&pipeline, &lower_options) {
         Ok(lowered) => lowered,
         Err(error) => {
             let mut diagnostic = lower_error_diagnostic(&error);
@@ -375,6 +379,33 @@ mod tests {
             .assert_eq(&to_json(pipeline));
         assert_eq!(abi["sharedMemory"], false);
         assert_eq!(abi["buffers"].as_array().map(Vec::len), Some(2));
+    }
+
+    /// Without SIMD a vectorised loop is a serial loop: the module has no
+    /// vector instructions and does not grow with the vector width (lane
+    /// by lane, 32 lanes took eight times the code of 4).
+    #[test]
+    fn without_simd_vectorised_loops_are_serial() {
+        let scalar = |lanes: u32| {
+            let source = format!(
+                "input u8 in(x, y)\nout(x, y) = in(x, y) / 3 + in(x + 1, y)\noutput out\nschedule {{\n  out.vectorize(x, {lanes})\n}}\n"
+            );
+            let (response, wasm) = compile(&source, r#"{"simd": false, "validate": true}"#, &clock);
+            assert!(
+                matches!(response, CompileResponse::Ok { .. }),
+                "{response:?}"
+            );
+            wasm
+        };
+        let (narrow, wide) = (scalar(4), scalar(32));
+        let text = wasmprinter::print_bytes(&wide).expect("a valid module");
+        assert!(!text.contains("v128") && !text.contains("i8x16"), "{text}");
+        assert!(
+            wide.len() <= narrow.len() + 16,
+            "4 lanes: {} bytes, 32 lanes: {} bytes",
+            narrow.len(),
+            wide.len()
+        );
     }
 
     /// Validation is a check only: the page's default (unvalidated) module
