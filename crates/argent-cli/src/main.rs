@@ -122,7 +122,8 @@ enum Command {
         #[arg(long)]
         time_passes: bool,
         /// Lower for an engine without SIMD128: vectorised loops become
-        /// serial loops (what the page compiles where SIMD is missing).
+        /// serial loops, or 4-lane vectors around inner loops (what the
+        /// page compiles where SIMD is missing).
         #[arg(long)]
         scalar: bool,
     },

@@ -585,6 +585,24 @@ pub fn expr_any(e: &Expr, pred: impl FnMut(&Expr) -> bool) -> bool {
     search.found
 }
 
+/// Whether `s` is or contains a loop of any kind.
+pub fn has_loop(s: &Stmt) -> bool {
+    struct Find(bool);
+    impl Visitor for Find {
+        fn visit_expr(&mut self, _: &Expr) {}
+        fn visit_stmt(&mut self, s: &Stmt) {
+            if matches!(s, Stmt::For { .. }) {
+                self.0 = true;
+            } else if !self.0 {
+                walk_stmt(self, s);
+            }
+        }
+    }
+    let mut find = Find(false);
+    find.visit_stmt(s);
+    find.0
+}
+
 /// Whether `e` mentions the variable `name` (free or not).
 pub fn expr_uses_var(e: &Expr, name: &str) -> bool {
     expr_any(e, |e| matches!(e.kind(), ExprKind::Var(n) if n == name))

@@ -41,10 +41,11 @@ pub const PASSES: &[&str] = &[
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct LowerOptions {
     /// The backend has no vector instructions (WebAssembly without
-    /// SIMD128): `vectorize` then turns vectorized loops into serial loops.
-    /// Vector code would be computed lane by lane there, one copy of each
-    /// statement per lane, so the module would grow with the vector width
-    /// and run no faster.
+    /// SIMD128) and computes vectors lane by lane, one copy of each
+    /// statement per lane: `vectorize` then makes vectorised loops serial
+    /// loops, or 4-lane vectors where the body has loops inside (see
+    /// `vectorize::SCALAR_TARGET_LANES`), so that the module does not grow
+    /// with the vector width.
     pub scalar_target: bool,
     /// `Some("all")` dumps the IR after every pass that changed it;
     /// `Some(name)` after that pass only. When `None`, the environment

@@ -107,7 +107,7 @@ fn version_nests(s: &Stmt, strides: &[(String, i64)]) -> Stmt {
             extent,
             kind: kind @ (ForKind::Serial | ForKind::Parallel),
             body,
-        } if has_loop(body)
+        } if argent_ir::visit::has_loop(body)
             && mentioned(strides, |v| {
                 v.visit_expr(min);
                 v.visit_expr(extent)
@@ -127,25 +127,6 @@ fn version_nests(s: &Stmt, strides: &[(String, i64)]) -> Stmt {
             version(s, &used)
         }
     }
-}
-
-/// Whether `s` contains a loop.
-fn has_loop(s: &Stmt) -> bool {
-    struct Find(bool);
-    impl Visitor for Find {
-        fn visit_expr(&mut self, _: &Expr) {}
-        fn visit_stmt(&mut self, s: &Stmt) {
-            if matches!(s, Stmt::For { .. }) {
-                self.0 = true;
-            }
-            if !self.0 {
-                argent_ir::visit::walk_stmt(self, s);
-            }
-        }
-    }
-    let mut find = Find(false);
-    find.visit_stmt(s);
-    find.0
 }
 
 /// The strides (with the fewest channels of their buffers) that `visit` finds.

@@ -26,17 +26,75 @@ use argent_ir::visit::{Mutator, Visitor, mutate_stmt_children, walk_expr, walk_s
 use argent_ir::{CallTarget, Expr, ExprKind, ForKind, Intrinsic, Stmt};
 
 /// Vectorise every `ForKind::Vectorized` loop of `s` whose extent is a
-/// constant; the others become serial loops. Without `simd` (a backend
-/// with no vector instructions) every one becomes a serial loop:
+/// constant; the others become serial loops.
+///
+/// Without `simd` (a backend with no vector instructions, which computes
+/// vectors lane by lane) a vectorised loop whose body is straight-line
+/// code becomes a serial loop; one with loops inside (a channel loop, an
+/// inline reduction over a window) runs [`SCALAR_TARGET_LANES`] lanes at a
+/// time in a serial loop, so the inner loops' overhead is still shared by
+/// several pixels while the code no longer grows with the vector width:
 ///
 /// ```text
 /// vectorized (x, 0, 4) { f[x] = in[x] + 1 }   ==>   for (x, 0, 4) { f[x] = in[x] + 1 }
+/// vectorized (x, 0, 16) { for (r, 0, 3) { .. } }
+///     ==>   for (x_chunk, 0, 4) { <vectorized (x, x_chunk * 4, 4) { for (r, 0, 3) { .. } }> }
 /// ```
 pub fn vectorize(s: &Stmt, simd: bool) -> Stmt {
     if simd {
         Vectorizer.mutate_stmt(s)
     } else {
-        demote_vectorized(s)
+        ScalarTarget.mutate_stmt(s)
+    }
+}
+
+/// Lanes per vector for a backend without SIMD. Serial loops ran
+/// examples/window_ops.ag (3x3 windows reduced per pixel) 2.2x and
+/// bicubic_resize 2.5x slower than lane-by-lane vector code; 4 lanes at a
+/// time run them as fast as 16 did, in a module a third the size.
+pub const SCALAR_TARGET_LANES: i64 = 4;
+
+struct ScalarTarget;
+
+impl Mutator for ScalarTarget {
+    fn mutate_stmt(&mut self, s: &Stmt) -> Stmt {
+        let Stmt::For {
+            var,
+            min,
+            extent,
+            kind: ForKind::Vectorized,
+            body,
+        } = s
+        else {
+            return mutate_stmt_children(self, s);
+        };
+        if !argent_ir::visit::has_loop(body) {
+            return demote_vectorized(s);
+        }
+        let lanes = SCALAR_TARGET_LANES;
+        match argent_arith::const_int(&argent_arith::simplify(extent)) {
+            Some(n) if n > lanes && n % lanes == 0 => {
+                let chunk = format!("{var}_chunk");
+                let vector = Stmt::For {
+                    var: var.clone(),
+                    min: Expr::add(
+                        min.clone(),
+                        Expr::mul(Expr::var_i32(chunk.clone()), Expr::i32(lanes)),
+                    ),
+                    extent: Expr::i32(lanes),
+                    kind: ForKind::Vectorized,
+                    body: body.clone(),
+                };
+                Stmt::For {
+                    var: chunk,
+                    min: Expr::i32(0),
+                    extent: Expr::i32(n / lanes),
+                    kind: ForKind::Serial,
+                    body: Box::new(Vectorizer.mutate_stmt(&vector)),
+                }
+            }
+            _ => Vectorizer.mutate_stmt(s),
+        }
     }
 }
 
@@ -674,7 +732,7 @@ mod tests {
     }
 
     #[test]
-    fn a_scalar_target_gets_serial_loops() {
+    fn a_scalar_target_gets_serial_loops_or_four_lanes_around_inner_loops() {
         let m = loop_module(ForKind::Vectorized, 8, input(x() + 1) * 3 + x());
         let text = vectorize(&m.body, false).to_string();
         assert!(
@@ -682,6 +740,32 @@ mod tests {
             "{text}"
         );
         assert!(text.starts_with("for (x, 0, 8)"), "{text}");
+        // A loop inside: 16 lanes run as 4 vectors of 4.
+        let inner = Stmt::For {
+            var: "x".into(),
+            min: Expr::i32(0),
+            extent: Expr::i32(16),
+            kind: ForKind::Vectorized,
+            body: Box::new(Stmt::For {
+                var: "r".into(),
+                min: Expr::i32(0),
+                extent: Expr::i32(3),
+                kind: ForKind::Serial,
+                body: Box::new(Stmt::Store {
+                    buffer: "out".into(),
+                    index: x() * 3 + Expr::var_i32("r"),
+                    value: x(),
+                }),
+            }),
+        };
+        expect![[r#"
+            for (x_chunk, 0, 4) {
+              for (r, 0, 3) {
+                out[ramp((r + (x_chunk * 12)), 3, 4)] = ramp((x_chunk * 4), 1, 4)
+              }
+            }
+        "#]]
+        .assert_eq(&argent_arith::simplify_stmt(&vectorize(&inner, false)).to_string());
     }
 
     #[test]

@@ -1686,7 +1686,7 @@ impl<'c> FnBuilder<'c> {
         let bound = crate::hoist::names_bound_in(body, var);
         // Only out of innermost loops: values hoisted further out stay live
         // across the inner loops, and the engine then spills them there.
-        let innermost = !crate::hoist::has_loop(body);
+        let innermost = !argent_ir::visit::has_loop(body);
         let scalars = if innermost {
             self.hoist_scalars(&bound, body)?
         } else {

@@ -26,24 +26,6 @@ pub(crate) fn names_bound_in<'s>(body: &'s Stmt, var: &'s str) -> FastHashSet<&'
     names
 }
 
-/// Whether `body` contains a loop.
-pub(crate) fn has_loop(body: &Stmt) -> bool {
-    struct Loops(bool);
-    impl Visitor for Loops {
-        fn visit_expr(&mut self, _: &Expr) {}
-        fn visit_stmt(&mut self, s: &Stmt) {
-            if matches!(s, Stmt::For { .. }) {
-                self.0 = true;
-            } else if !self.0 {
-                walk_stmt(self, s);
-            }
-        }
-    }
-    let mut l = Loops(false);
-    l.visit_stmt(body);
-    l.0
-}
-
 /// The address that identifies one expression node.
 pub(crate) fn node_key(e: &Expr) -> usize {
     e.kind() as *const ExprKind as usize

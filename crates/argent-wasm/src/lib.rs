@@ -189,7 +189,8 @@ pub struct CodegenOptions {
     /// expressions are computed lane by lane with scalar instructions (for
     /// engines where `WebAssembly.validate` of a SIMD probe fails). A module
     /// lowered for such engines (`LowerOptions::scalar_target`, as the page
-    /// compiles it) has no vectors left: its vectorised loops are serial.
+    /// compiles it) has serial loops or 4-lane vectors instead of the
+    /// schedule's widths.
     pub simd: bool,
     /// Shared memory, atomics, and parallel loops through
     /// `env.parallel_for`. When false, parallel loops run serially.

@@ -56,6 +56,25 @@ fn steady_loops(wat: &str) -> String {
     format!("{} steady-state loops; the first:\n{first}", steady.len())
 }
 
+/// examples/border_rules.ag: the border block tests for the interior
+/// first, so both passes of its blur run vector code without any rule
+/// over the interior (the rules came first before, and the horizontal
+/// pass, which reads the border, ran as scalar code: 65x slower).
+#[test]
+fn border_rules_interior_is_vector_code_without_rules() {
+    let wat = example_wat("border_rules.ag");
+    let steady = steady_loops(&wat);
+    let count: usize = steady.split(' ').next().unwrap().parse().unwrap();
+    assert!(count >= 2, "{steady}");
+    // The horizontal pass loads u8 pixels widened to u16 lanes.
+    assert!(
+        innermost_loops(&wat).iter().any(|body| !chooses(body)
+            && body.iter().any(|i| i.starts_with("v128.load8x8_u"))
+            && body.iter().any(|i| i.starts_with("v128.store"))),
+        "{steady}"
+    );
+}
+
 #[test]
 fn box_blur_steady_state_is_v128_without_clamps() {
     let wat = example_wat("box_blur.ag");
