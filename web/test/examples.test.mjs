@@ -166,3 +166,29 @@ for (const [name, path] of examples) {
     }
   });
 }
+
+// A select on parameters alone is unswitched: each mode of window_ops runs
+// its own version of the stage, which must give the reference's picture.
+describe("window_ops in every mode", () => {
+  const path = join(EXAMPLES, "window_ops.ag");
+  const source = readFileSync(path, "utf8");
+  for (const mode of ["0", "1", "2", "3"]) {
+    for (const config of [CONFIGS[0], CONFIGS[1], CONFIGS[3]]) {
+      const label = `mode ${mode}, ${config.threads} thread(s), ${config.simd ? "SIMD128" : "scalar"}`;
+      test(`${label}: matches the reference interpreter`, { skip: only && !only.includes("window_ops") }, async () => {
+        const pipeline = await runtimes.get(config).compile(source, { validate: true });
+        try {
+          const photos = pipeline.inputs.map((input) => [input.name, PHOTO]);
+          const expected = await Promise.all(
+            referenceOutputs(path, photos, pipeline.outputs.map((o) => o.name), ["--param", `mode=${mode}`]).map((p) => readPhoto(p)),
+          );
+          const out = join(scratch, `window_ops-mode${mode}-${config.threads}-${config.simd}.png`);
+          const { rasters } = await runOnPhotos(pipeline, { inputs: photos, params: [["mode", mode]] }, out);
+          assertRastersMatch(pipeline, rasters, expected);
+        } finally {
+          pipeline.dispose();
+        }
+      });
+    }
+  }
+});

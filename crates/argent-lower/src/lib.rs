@@ -26,6 +26,7 @@ pub mod partition_loops;
 pub mod specialize_strides;
 pub mod trim_no_ops;
 pub mod unroll;
+pub mod unswitch_params;
 pub mod vectorize;
 pub mod verify;
 

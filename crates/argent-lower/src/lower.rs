@@ -24,6 +24,7 @@ pub const PASSES: &[&str] = &[
     "realize_bounds",
     "storage_folding",
     "checks",
+    "unswitch_params",
     "partition_loops",
     "flatten",
     "unroll",
@@ -289,6 +290,14 @@ pub fn lower(pipeline: &Pipeline, options: &LowerOptions) -> Result<Lowered, Low
         });
     }
     // The passes engineer's passes, in order.
+    let s = if pipeline.params.is_empty() {
+        s
+    } else {
+        rec.retire(s, |s| {
+            crate::unswitch_params::unswitch_params(s, &pipeline.params)
+        })
+    };
+    rec.record("unswitch_params", &s)?;
     let s = rec.retire(s, crate::partition_loops::partition_loops);
     rec.record("partition_loops", &s)?;
 

@@ -176,6 +176,12 @@ impl Gen<'_> {
                 )
             }
             1 if depth > 0 => format!("!({})", self.boolean(depth - 1)),
+            // A condition on the parameter alone: its stage is unswitched.
+            3 if self.sources.param.is_some() => {
+                let (ty, _) = self.sources.param.expect("checked");
+                let op = self.pick(&["<", "==", ">="]);
+                format!("(k {op} {})", self.literal(ty))
+            }
             2 if !self.sources.bools.is_empty() => {
                 let k = self.rng.below(self.sources.bools.len());
                 let name = self.sources.bools[k].clone();
