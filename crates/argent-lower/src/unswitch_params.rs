@@ -334,6 +334,50 @@ mod tests {
         .assert_eq(&s.to_string());
     }
 
+    /// A stage computed inside the production for one side only (a
+    /// window reduction) is dropped from the versions that do not read it.
+    #[test]
+    fn stages_a_version_no_longer_reads_are_dropped() {
+        let x = Expr::var_i32("x");
+        let reduction = Stmt::Realize {
+            func: "sum0".into(),
+            ty: Type::I32,
+            bounds: Vec::new(),
+            body: Box::new(Stmt::Block(vec![
+                Stmt::ProducerConsumer {
+                    func: "sum0".into(),
+                    producing: true,
+                    body: Box::new(Stmt::Store {
+                        buffer: "sum0".into(),
+                        index: Expr::i32(0),
+                        value: input(x.clone()),
+                    }),
+                },
+                Stmt::Store {
+                    buffer: "out".into(),
+                    index: x.clone(),
+                    value: Expr::select(
+                        Expr::eq(Expr::var_i32("mode"), Expr::i32(0)),
+                        Expr::call_func(Type::I32, "sum0", vec![]),
+                        input(x.clone()),
+                    ),
+                },
+            ])),
+        };
+        let s = Stmt::ProducerConsumer {
+            func: "out".into(),
+            producing: true,
+            body: Box::new(reduction),
+        };
+        let text = unswitch_params(&s, &[param("mode")]).to_string();
+        let (taken, other) = text.split_once("else").expect("two versions");
+        assert!(taken.contains("produce sum0"), "{text}");
+        assert!(
+            !other.contains("produce sum0") && !other.contains("realize"),
+            "{text}"
+        );
+    }
+
     #[test]
     fn choices_between_values_that_read_nothing_stay() {
         let value = Expr::select(
