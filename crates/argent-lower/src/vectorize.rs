@@ -50,8 +50,9 @@ pub fn vectorize(s: &Stmt, simd: bool) -> Stmt {
 
 /// Lanes per vector for a backend without SIMD. Serial loops ran
 /// examples/window_ops.ag (3x3 windows reduced per pixel) 2.2x and
-/// bicubic_resize 2.5x slower than lane-by-lane vector code; 4 lanes at a
-/// time run them as fast as 16 did, in a module a third the size.
+/// bicubic_resize 2.5x slower than lane-by-lane vector code at the
+/// schedule's width (16); 4 lanes at a time run them within 15% of it, in
+/// modules a third (window_ops) to two thirds (bicubic_resize) the size.
 pub const SCALAR_TARGET_LANES: i64 = 4;
 
 struct ScalarTarget;
