@@ -113,24 +113,23 @@ impl Unswitcher<'_> {
 /// Whether `cond` is a scalar condition that reads parameters and nothing
 /// else but constants: no loop variable, no call, no load.
 fn on_params_only(cond: &Expr, params: &FastHashSet<&str>) -> bool {
-    if cond.ty() != Type::BOOL {
-        return false;
-    }
-    let mut reads_param = false;
-    let other = argent_ir::visit::expr_any(cond, |e| match e.kind() {
-        ExprKind::Var(n) => {
-            let param = params.contains(n.as_str());
-            reads_param |= param;
-            !param
-        }
+    cond.ty() == Type::BOOL
+        && arithmetic_on(cond, |n| params.contains(n))
+        && argent_ir::visit::expr_any(cond, |e| matches!(e.kind(), ExprKind::Var(_)))
+}
+
+/// Whether `e` is arithmetic on constants and on the variables `allowed`
+/// accepts, with no call, load, select or let.
+fn arithmetic_on(e: &Expr, allowed: impl Fn(&str) -> bool) -> bool {
+    !argent_ir::visit::expr_any(e, |e| match e.kind() {
+        ExprKind::Var(n) => !allowed(n),
         ExprKind::IntImm(_)
         | ExprKind::FloatImm(_)
         | ExprKind::Cast { .. }
         | ExprKind::Unary { .. }
         | ExprKind::Binary { .. } => false,
         _ => true,
-    });
-    reads_param && !other
+    })
 }
 
 /// Whether `e` reads an image or a stage.
@@ -239,7 +238,9 @@ impl Mutator for Fold<'_> {
             then,
             otherwise,
         } = e.kind()
-            && on_constants_only(cond)
+            // A condition left without variables, `!(true)` or `(false ||
+            // (2 < 3))`: only those are worth simplifying here.
+            && arithmetic_on(cond, |_| false)
             && let Some(c) = argent_arith::const_int(&argent_arith::simplify(cond))
         {
             return if c != 0 {
@@ -250,21 +251,6 @@ impl Mutator for Fold<'_> {
         }
         e
     }
-}
-
-/// Whether `e` has no variable: a condition that folding left constant,
-/// `!(true)` or `(false || (2 < 3))`.
-fn on_constants_only(e: &Expr) -> bool {
-    !argent_ir::visit::expr_any(e, |e| {
-        !matches!(
-            e.kind(),
-            ExprKind::IntImm(_)
-                | ExprKind::FloatImm(_)
-                | ExprKind::Cast { .. }
-                | ExprKind::Unary { .. }
-                | ExprKind::Binary { .. }
-        )
-    })
 }
 
 #[cfg(test)]
