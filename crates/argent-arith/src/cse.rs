@@ -388,11 +388,106 @@ fn cse_with_table(e: &Expr, names: &mut NameSource, table: &mut Table) -> Expr {
     };
     let body = r.mutate_expr(e);
     let lets = std::mem::take(&mut r.lets);
-    let (lets, mut body) = inline_single_uses(lets, body);
+    let (lets, body) = inline_single_uses(lets, body);
+    let (lets, mut body) = sink_into_shuffled_vectors(lets, body);
     for (name, value) in lets.into_iter().rev() {
         body = Expr::let_in(name, value, body);
     }
     body
+}
+
+/// Moves each let (of `lets`, in creation order) that only one of the
+/// vectors shuffled by `body` uses into that vector, and, when the vector
+/// values that several of them share would fill more registers than
+/// [`SHARED_VECTOR_REGISTERS`], copies those into each user too.
+///
+/// The stores of an image's interleaved channels combine into one store of
+/// a shuffle of the channels (`interleave_stores`), and a let computed
+/// before the shuffle stays live until the shuffle: with every channel's
+/// values (say a load widened to four f32 registers) lifted to the top,
+/// all channels' registers were live at once and V8 spilled them, as it
+/// does not move loads past each other. Computed inside its vector, a
+/// value lives only while that channel is computed. Values all channels
+/// use (the pixel's other channels in a colour matrix) are worth sharing
+/// while they fit in registers; past that, each channel recomputes them,
+/// as the channel loop did before it was unrolled (multiscale
+/// interpolation's weights: 1.3x slower when shared).
+///
+/// ```text
+/// let a = f(p) in let b = f(q) in shuffle(a + a, b + b)
+///     ==>   shuffle(let a = f(p) in a + a, let b = f(q) in b + b)
+/// ```
+fn sink_into_shuffled_vectors(
+    lets: Vec<(String, Expr)>,
+    body: Expr,
+) -> (Vec<(String, Expr)>, Expr) {
+    let ExprKind::Shuffle { vectors, indices } = body.kind() else {
+        return (lets, body);
+    };
+    if vectors.len() < 2 || lets.is_empty() {
+        return (lets, body);
+    }
+    let (kept, sunk, shared_registers) = place_lets(&lets, vectors, false);
+    let (kept, sunk) = if shared_registers > SHARED_VECTOR_REGISTERS {
+        let (kept, sunk, _) = place_lets(&lets, vectors, true);
+        (kept, sunk)
+    } else {
+        (kept, sunk)
+    };
+    let vectors = vectors
+        .iter()
+        .zip(sunk)
+        .map(|(vector, lets)| {
+            lets.into_iter()
+                .rev()
+                .fold(vector.clone(), |body, (name, value)| {
+                    Expr::let_in(name, value, body)
+                })
+        })
+        .collect();
+    (kept, Expr::shuffle(vectors, indices.clone()))
+}
+
+/// How many 128-bit registers of vector values the channels of an
+/// interleaved store may share (x86-64 has 16).
+const SHARED_VECTOR_REGISTERS: usize = 12;
+
+/// Lets that stay around a shuffle, each shuffled vector's own lets
+/// (outermost first), and the registers the shared vector lets fill.
+type Placement = (Vec<(String, Expr)>, Vec<Vec<(String, Expr)>>, usize);
+
+/// Where each of `lets` goes (see [`sink_into_shuffled_vectors`]); with
+/// `copy_shared`, a vector let that several vectors (and no kept let) use
+/// is copied into each of them.
+fn place_lets(lets: &[(String, Expr)], vectors: &[Expr], copy_shared: bool) -> Placement {
+    let uses = |e: &Expr, name: &str| crate::count_var_uses(e, name) > 0;
+    let mut sunk: Vec<Vec<(String, Expr)>> = vec![Vec::new(); vectors.len()];
+    let mut kept: Vec<(String, Expr)> = Vec::new();
+    let mut shared_registers = 0;
+    // Innermost first: a let's users are then all placed already.
+    for (name, value) in lets.iter().rev() {
+        let users: Vec<usize> = (0..vectors.len())
+            .filter(|&i| uses(&vectors[i], name) || sunk[i].iter().any(|(_, v)| uses(v, name)))
+            .collect();
+        let kept_uses = kept.iter().any(|(_, v)| uses(v, name));
+        let ty = value.ty();
+        match users[..] {
+            [only] if !kept_uses => sunk[only].insert(0, (name.clone(), value.clone())),
+            [_, _, ..] if !kept_uses && ty.is_vector() && copy_shared => {
+                for i in users {
+                    sunk[i].insert(0, (name.clone(), value.clone()));
+                }
+            }
+            _ => {
+                if ty.is_vector() {
+                    let bits = usize::from(ty.lanes) * usize::from(ty.bits.max(8));
+                    shared_registers += bits.div_ceil(128);
+                }
+                kept.insert(0, (name.clone(), value.clone()))
+            }
+        }
+    }
+    (kept, sunk, shared_registers)
 }
 
 /// Substitute back the lets (in creation order, each value using only

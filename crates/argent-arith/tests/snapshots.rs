@@ -471,6 +471,62 @@ fn common_subexpressions() {
 }
 
 #[test]
+fn cse_computes_each_shuffled_vector_s_own_values_inside_it() {
+    // The channels of an interleaved store: each channel's load, used
+    // twice, is bound inside its channel, so it is live only while that
+    // channel is computed; the address both share stays outside.
+    let f32x4 = Type::F32.with_lanes(4);
+    let load = |offset: i64| {
+        Expr::cast(
+            f32x4,
+            Expr::load(
+                Type::U8.with_lanes(4),
+                "in",
+                Expr::ramp(x() * 3 + i(offset), i(3), 4),
+            ),
+        )
+    };
+    let channel = |offset: i64| load(offset) * load(offset);
+    let e = Expr::shuffle(vec![channel(0), channel(1)], vec![0, 4, 1, 5, 2, 6, 3, 7]);
+    expect![[r#"
+        (let cse0 = (x * 3) in shuffle((let cse4 = f32x4(in[ramp((cse0 + 0), 3, 4)]) in (cse4 * cse4)), (let cse8 = f32x4(in[ramp((cse0 + 1), 3, 4)]) in (cse8 * cse8)), [0, 4, 1, 5, 2, 6, 3, 7]))
+    "#]]
+    .assert_eq(&format!("{}\n", cse(&e)));
+    // Values all channels use stay shared while they fit in registers:
+    // here one f32x4.
+    let shared = load(0);
+    let e = Expr::shuffle(
+        vec![shared.clone() * load(1), shared * load(2)],
+        vec![0, 4, 1, 5, 2, 6, 3, 7],
+    );
+    expect![[r#"
+        (let cse0 = (x * 3) in (let cse4 = f32x4(in[ramp((cse0 + 0), 3, 4)]) in shuffle((cse4 * f32x4(in[ramp((cse0 + 1), 3, 4)])), (cse4 * f32x4(in[ramp((cse0 + 2), 3, 4)])), [0, 4, 1, 5, 2, 6, 3, 7])))
+    "#]]
+    .assert_eq(&format!("{}\n", cse(&e)));
+    // Four shared f32x16 values would fill 16 registers: each channel
+    // computes them itself.
+    let wide = |offset: i64| {
+        Expr::cast(
+            Type::F32.with_lanes(16),
+            Expr::load(
+                Type::U8.with_lanes(16),
+                "in",
+                Expr::ramp(x() + i(offset), i(1), 16),
+            ),
+        )
+    };
+    let sum = wide(0) + wide(16) + wide(32) + wide(48);
+    let product = wide(0) * wide(16) * wide(32) * wide(48);
+    let e = Expr::shuffle(
+        vec![sum, product],
+        (0..16).flat_map(|k| [k, k + 16]).collect(),
+    );
+    let out = cse(&e).to_string();
+    assert!(out.starts_with("shuffle("), "{out}");
+    assert_eq!(out.matches("in[ramp((x + 0), 1, 16)]").count(), 2, "{out}");
+}
+
+#[test]
 fn cse_keeps_lets_whose_substitution_would_grow_exponentially() {
     // let v0 = x + y in let v1 = v0 * v0 in ... let v40 = v39 * v39 in v40:
     // substituted, 2^40 nodes. CSE must see that before substituting

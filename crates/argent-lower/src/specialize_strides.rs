@@ -22,7 +22,11 @@
 //! out[ramp(out.stride.0 * x, out.stride.0, 8)] = ..   ==>   out[ramp(x, 1, 8)] = ..
 //! ```
 
-use argent_ir::visit::{Mutator, Visitor, map_child_stmts, mutate_expr_children, walk_expr};
+use argent_arith::{simplify, substitute_stmt};
+use argent_ir::visit::{
+    Mutator, Visitor, map_child_stmts, mutate_expr_children, mutate_stmt_children, walk_expr,
+    walk_stmt,
+};
 use argent_ir::{AssertKind, BufferArg, Expr, ExprKind, ForKind, Stmt};
 use std::collections::HashMap;
 
@@ -60,7 +64,7 @@ pub fn specialize_strides(
     // versioning the whole body would copy every stage (most only touch
     // internal buffers, whose strides are known) and the passes after this
     // one would work through two or three copies of the whole pipeline.
-    let body = version_nests(&body, &strides);
+    let body = version_nests(&body, &strides, &mut Vec::new());
     if known.replaced.is_empty() {
         return body;
     }
@@ -84,18 +88,29 @@ pub fn specialize_strides(
 
 /// `s` with every outermost loop (or `let` whose value mentions a stride)
 /// that mentions the innermost stride of a buffer argument versioned.
-fn version_nests(s: &Stmt, strides: &[(String, i64)]) -> Stmt {
+/// `lets` holds the `let`s around `s`, outermost first.
+fn version_nests(s: &Stmt, strides: &[(String, i64)], lets: &mut Vec<(String, Expr)>) -> Stmt {
     match s {
         Stmt::Block(_) | Stmt::ProducerConsumer { .. } => {
-            map_child_stmts(s, |s| version_nests(s, strides))
+            map_child_stmts(s, |s| version_nests(s, strides, lets))
         }
         // Code that does not mention a stride itself is versioned inside.
-        Stmt::LetStmt { value: e, .. }
-        | Stmt::Allocate { size: e, .. }
-        | Stmt::IfThenElse { cond: e, .. }
+        Stmt::LetStmt { name, value, body }
+            if mentioned(strides, |v| v.visit_expr(value)).is_empty() =>
+        {
+            lets.push((name.clone(), value.clone()));
+            let body = version_nests(body, strides, lets);
+            lets.pop();
+            Stmt::LetStmt {
+                name: name.clone(),
+                value: value.clone(),
+                body: Box::new(body),
+            }
+        }
+        Stmt::Allocate { size: e, .. } | Stmt::IfThenElse { cond: e, .. }
             if mentioned(strides, |v| v.visit_expr(e)).is_empty() =>
         {
-            map_child_stmts(s, |s| version_nests(s, strides))
+            map_child_stmts(s, |s| version_nests(s, strides, lets))
         }
         // A serial loop around other loops is versioned inside, where
         // its stages are (a tile loop computes many stages of which few
@@ -119,12 +134,12 @@ fn version_nests(s: &Stmt, strides: &[(String, i64)]) -> Stmt {
                 min: min.clone(),
                 extent: extent.clone(),
                 kind: *kind,
-                body: Box::new(version_nests(body, strides)),
+                body: Box::new(version_nests(body, strides, lets)),
             }
         }
         _ => {
             let used = mentioned(strides, |v| v.visit_stmt(s));
-            version(s, &used)
+            version(s, &used, lets)
         }
     }
 }
@@ -144,8 +159,9 @@ fn mentioned(strides: &[(String, i64)], visit: impl FnOnce(&mut UsedNames)) -> V
         .collect()
 }
 
-/// Version `s` on `strides`, the innermost strides it mentions.
-fn version(s: &Stmt, strides: &[(String, i64)]) -> Stmt {
+/// Version `s` on `strides`, the innermost strides it mentions, inside
+/// `lets` (outermost first).
+fn version(s: &Stmt, strides: &[(String, i64)], lets: &[(String, Expr)]) -> Stmt {
     if strides.is_empty() {
         return s.clone();
     }
@@ -168,18 +184,171 @@ fn version(s: &Stmt, strides: &[(String, i64)]) -> Stmt {
                 values.push((name.clone(), channels));
                 values.push((channel_stride(name), 1));
             }
+            // A loop over all the channels of a buffer it stores vectors
+            // into (`c` innermost, `x` vectorised) is unrolled in this
+            // copy, for images with exactly `channels` channels from
+            // channel 0 (what the runtime passes): its `channels` stores
+            // of stride `channels` then become one dense store
+            // (`interleave_stores`) instead of lane-by-lane scatters, and
+            // tests on `c` (an alpha channel passed through) fold away.
+            let unrolled = unroll_channel_loops(s, strides, lets, channels);
+            for buffer in &unrolled.buffers {
+                values.push((format!("{buffer}.min.2"), 0));
+                values.push((format!("{buffer}.extent.2"), channels));
+            }
             let cond = values
                 .iter()
                 .map(|(name, value)| Expr::eq(Expr::var_i32(name.clone()), Expr::i32(*value)))
                 .reduce(Expr::and)
                 .expect("a stride is used");
             let values: HashMap<String, i64> = values.into_iter().collect();
+            let then = KnownStrides::new(values).mutate_stmt(&unrolled.stmt);
             Stmt::IfThenElse {
                 cond,
-                then: Box::new(KnownStrides::new(values).mutate_stmt(s)),
+                then: Box::new(then),
                 otherwise: Some(Box::new(otherwise)),
             }
         })
+}
+
+/// A statement whose channel loops are unrolled, and the buffers whose
+/// channel counts those loops ran over.
+struct UnrolledChannelLoops {
+    stmt: Stmt,
+    buffers: Vec<String>,
+}
+
+/// `s` with each innermost loop over `b.min.2 .. b.min.2 + b.extent.2`
+/// (its bounds given by `let`s of `lets` or of `s`) that stores vectors
+/// into `b` (one of the buffers of `strides`) unrolled, for `b.min.2 == 0`
+/// and `b.extent.2 == channels`. The copies are left for the simplifier
+/// that runs after this pass.
+fn unroll_channel_loops(
+    s: &Stmt,
+    strides: &[(String, i64)],
+    lets: &[(String, Expr)],
+    channels: i64,
+) -> UnrolledChannelLoops {
+    struct Marker<'a> {
+        strides: &'a [(String, i64)],
+        lets: Vec<(String, Expr)>,
+        channels: i64,
+        buffers: Vec<String>,
+    }
+    impl Marker<'_> {
+        /// `e` with the `let`s around it substituted (those its names
+        /// are bound by, again until none is), simplified.
+        fn expand(&self, e: &Expr) -> Expr {
+            let mut e = e.clone();
+            // Bounds are a few lets deep (`c.max` is `c.min + c.extent - 1`);
+            // the limit only guards against a let chain gone long.
+            for _ in 0..16 {
+                let bound: HashMap<String, Expr> = argent_arith::var_names(&e)
+                    .into_iter()
+                    .filter_map(|name| {
+                        let (_, value) = self.lets.iter().rev().find(|(n, _)| n == name)?;
+                        Some((name.to_string(), value.clone()))
+                    })
+                    .collect();
+                if bound.is_empty() {
+                    break;
+                }
+                e = argent_arith::substitute_many(&e, &bound);
+            }
+            simplify(&e)
+        }
+
+        /// The buffer of `strides` with vector stores in `body` whose
+        /// channels `min` and `extent` cover.
+        fn channels_of(&self, min: &Expr, extent: &Expr, body: &Stmt) -> Option<String> {
+            let buffer = self.strides.iter().find_map(|(stride, _)| {
+                let buffer = stride.strip_suffix(".stride.0")?;
+                stores_vectors_into(body, buffer).then_some(buffer)
+            })?;
+            let is_var =
+                |e: &Expr, name: String| matches!(e.kind(), ExprKind::Var(n) if *n == name);
+            (is_var(&self.expand(min), format!("{buffer}.min.2"))
+                && is_var(&self.expand(extent), format!("{buffer}.extent.2")))
+            .then(|| buffer.to_string())
+        }
+    }
+    impl Mutator for Marker<'_> {
+        fn mutate_stmt(&mut self, s: &Stmt) -> Stmt {
+            match s {
+                Stmt::LetStmt { name, value, body } => {
+                    self.lets.push((name.clone(), value.clone()));
+                    let body = self.mutate_stmt(body);
+                    self.lets.pop();
+                    Stmt::LetStmt {
+                        name: name.clone(),
+                        value: value.clone(),
+                        body: Box::new(body),
+                    }
+                }
+                Stmt::For {
+                    var,
+                    min,
+                    extent,
+                    kind: ForKind::Serial,
+                    body,
+                } if !argent_ir::visit::has_loop(body) => {
+                    match self.channels_of(min, extent, body) {
+                        Some(buffer) => {
+                            if !self.buffers.contains(&buffer) {
+                                self.buffers.push(buffer);
+                            }
+                            Stmt::block(
+                                (0..self.channels)
+                                    .map(|c| substitute_stmt(body, var, &Expr::i32(c)))
+                                    .collect(),
+                            )
+                        }
+                        None => s.clone(),
+                    }
+                }
+                _ => mutate_stmt_children(self, s),
+            }
+        }
+    }
+    let mut marker = Marker {
+        strides,
+        lets: lets.to_vec(),
+        channels,
+        buffers: Vec::new(),
+    };
+    let stmt = marker.mutate_stmt(s);
+    UnrolledChannelLoops {
+        stmt,
+        buffers: marker.buffers,
+    }
+}
+
+/// Whether `s` stores a vector into `buffer`.
+fn stores_vectors_into(s: &Stmt, buffer: &str) -> bool {
+    struct Find<'a> {
+        buffer: &'a str,
+        found: bool,
+    }
+    impl Visitor for Find<'_> {
+        fn visit_expr(&mut self, _: &Expr) {}
+        fn visit_stmt(&mut self, s: &Stmt) {
+            match s {
+                Stmt::Store { buffer, index, .. }
+                    if buffer == self.buffer && index.ty().is_vector() =>
+                {
+                    self.found = true
+                }
+                _ if !self.found => walk_stmt(self, s),
+                _ => {}
+            }
+        }
+    }
+    let mut find = Find {
+        buffer,
+        found: false,
+    };
+    find.visit_stmt(s);
+    find.found
 }
 
 /// `in.stride.2` for `in.stride.0`: the stride of the channel dimension.
@@ -332,6 +501,75 @@ mod tests {
             }
         "#]]
         .assert_eq(&specialize_strides(&body, &buffers, &HashMap::new()).to_string());
+    }
+
+    #[test]
+    fn channel_loops_storing_vectors_are_unrolled_for_interleaved_images() {
+        // `out(x, y, c) = select(c == 3, in(..), in(..) + 1)` vectorised
+        // over four pixels with the channel loop innermost, its bounds
+        // given by lets as lowering leaves them: the interleaved copies run
+        // the channels one after the other, tests on `c` folded, for
+        // images of exactly 3 or 4 channels from channel 0.
+        let buffers = vec![
+            arg("in", Type::U8, 3, BufferRole::Input),
+            arg("out", Type::U8, 3, BufferRole::Output),
+        ];
+        let c = Expr::var_i32("c");
+        let index = |b: &str| {
+            Expr::ramp(
+                Expr::var_i32(format!("{b}.stride.2"))
+                    * (c.clone() - Expr::var_i32(format!("{b}.min.2"))),
+                Expr::var_i32(format!("{b}.stride.0")),
+                4,
+            )
+        };
+        let pixel = Expr::load(Type::U8.with_lanes(4), "in", index("in"));
+        let channel_loop = Stmt::For {
+            var: "c".into(),
+            min: Expr::var_i32("c.min"),
+            extent: Expr::var_i32("c.max") - Expr::var_i32("c.min") + 1,
+            kind: ForKind::Serial,
+            body: Box::new(Stmt::Store {
+                buffer: "out".into(),
+                index: index("out"),
+                value: Expr::select(
+                    Expr::broadcast(Expr::eq(c.clone(), Expr::i32(3)), 4),
+                    pixel.clone(),
+                    pixel + Expr::broadcast(Expr::int(Type::U8, 1), 4),
+                ),
+            }),
+        };
+        let body = Stmt::LetStmt {
+            name: "c.min".into(),
+            value: Expr::var_i32("out.min.2"),
+            body: Box::new(Stmt::LetStmt {
+                name: "c.max".into(),
+                value: Expr::var_i32("out.min.2") + Expr::var_i32("out.extent.2") - 1,
+                body: Box::new(channel_loop),
+            }),
+        };
+        let s = argent_arith::simplify_stmt(&specialize_strides(&body, &buffers, &HashMap::new()));
+        expect![[r#"
+            if (((((((in.stride.0 == 3) && (in.stride.2 == 1)) && (out.stride.0 == 3)) && (out.stride.2 == 1)) && (out.min.2 == 0)) && (out.extent.2 == 3))) {
+              out[ramp(0, 3, 4)] = (in[ramp((0 - in.min.2), 3, 4)] + x4(u8(1)))
+              out[ramp(1, 3, 4)] = (in[ramp((1 - in.min.2), 3, 4)] + x4(u8(1)))
+              out[ramp(2, 3, 4)] = (in[ramp((2 - in.min.2), 3, 4)] + x4(u8(1)))
+            }
+            else {
+              if (((((((in.stride.0 == 4) && (in.stride.2 == 1)) && (out.stride.0 == 4)) && (out.stride.2 == 1)) && (out.min.2 == 0)) && (out.extent.2 == 4))) {
+                out[ramp(0, 4, 4)] = (in[ramp((0 - in.min.2), 4, 4)] + x4(u8(1)))
+                out[ramp(1, 4, 4)] = (in[ramp((1 - in.min.2), 4, 4)] + x4(u8(1)))
+                out[ramp(2, 4, 4)] = (in[ramp((2 - in.min.2), 4, 4)] + x4(u8(1)))
+                out[ramp(3, 4, 4)] = in[ramp((3 - in.min.2), 4, 4)]
+              }
+              else {
+                for (c, out.min.2, out.extent.2) {
+                  out[ramp((out.stride.2 * (c - out.min.2)), out.stride.0, 4)] = select(x4((c == 3)), in[ramp((in.stride.2 * (c - in.min.2)), in.stride.0, 4)], (in[ramp((in.stride.2 * (c - in.min.2)), in.stride.0, 4)] + x4(u8(1))))
+                }
+              }
+            }
+        "#]]
+        .assert_eq(&s.to_string());
     }
 
     #[test]

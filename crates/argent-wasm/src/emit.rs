@@ -26,6 +26,8 @@ use wasm_encoder::{
 const TYPE_RUN: u32 = 0;
 const TYPE_TASK: u32 = 1;
 const TYPE_PARALLEL_FOR: u32 = 2;
+/// The first type of an outlined loop's function (see `outline.rs`).
+const FIRST_OUTLINED_TYPE: u32 = 3;
 
 /// Bytes of padding after every heap block, so that SIMD loads that read a
 /// little past the last element stay inside memory.
@@ -59,7 +61,17 @@ const ARENA_DOUBLING_LIMIT: i64 = 1 << 30;
 pub(crate) struct Ctx {
     pub options: CodegenOptions,
     pub asserts: Vec<AssertInfo>,
-    pub tasks: Vec<(TaskInfo, Function)>,
+    /// The functions after `run` and `body`, in index order: parallel loop
+    /// bodies (tasks, with their export) and outlined loops (see
+    /// `outline.rs`), each with its type index.
+    pub functions: Vec<(Option<TaskInfo>, u32, Function)>,
+    /// The index of the first of `functions`.
+    pub first_function: u32,
+    /// The signatures of outlined loops (type indices from
+    /// [`FIRST_OUTLINED_TYPE`] on).
+    pub types: Vec<Vec<ValType>>,
+    /// The loops to outline, by address (see `outline.rs`).
+    pub outlined: FastHashSet<usize>,
     pub error_args_offset: u32,
     /// Function index of the `parallel_for` import.
     pub parallel_for: u32,
@@ -68,6 +80,45 @@ pub(crate) struct Ctx {
     pub param_ranges: Vec<(String, FloatRange)>,
     /// The most locals one function declared (see [`check_engine_limits`]).
     pub most_locals: usize,
+}
+
+impl Ctx {
+    /// The type index of an outlined loop taking `params` (and returning
+    /// a status).
+    pub fn function_type(&mut self, params: &[ValType]) -> u32 {
+        let k = match self.types.iter().position(|t| t == params) {
+            Some(k) => k,
+            None => {
+                self.types.push(params.to_vec());
+                self.types.len() - 1
+            }
+        };
+        FIRST_OUTLINED_TYPE + k as u32
+    }
+
+    /// Reserves the next function slot (so functions made while this one
+    /// is built get later indices).
+    pub fn reserve_function(&mut self, task: Option<TaskInfo>, type_index: u32) -> usize {
+        self.functions
+            .push((task, type_index, Function::new_with_locals_types([])));
+        self.functions.len() - 1
+    }
+
+    pub fn fill_function(&mut self, slot: usize, function: Function) {
+        self.functions[slot].2 = function;
+    }
+
+    /// The function index of a slot.
+    pub fn function_index(&self, slot: usize) -> u32 {
+        self.first_function + slot as u32
+    }
+
+    fn task_count(&self) -> usize {
+        self.functions
+            .iter()
+            .filter(|(t, _, _)| t.is_some())
+            .count()
+    }
 }
 
 /// The largest function body, in bytes, that WebAssembly engines compile
@@ -1451,15 +1502,12 @@ impl<'c> FnBuilder<'c> {
                 kind,
                 body,
             } => {
-                if *kind == ForKind::Parallel && self.ctx.options.threads && !self.in_task {
-                    let mark = self.code.len();
-                    match self.parallel_for(var, min, extent, body) {
-                        Ok(true) => return Ok(()),
-                        Ok(false) => self.code.truncate(mark),
-                        Err(e) => return Err(e),
-                    }
+                if self.ctx.outlined.contains(&(s as *const Stmt as usize))
+                    && self.outlined_loop(s)?
+                {
+                    return Ok(());
                 }
-                self.serial_for(var, min, extent, body)
+                self.loop_stmt(var, min, extent, *kind, body)
             }
             Stmt::Store {
                 buffer,
@@ -1661,6 +1709,40 @@ impl<'c> FnBuilder<'c> {
         self.fail(code);
         self.emit(I::End);
         Ok(())
+    }
+
+    /// A loop, run here: a task when it is parallel and threads are on
+    /// (and this is not a task), else serially.
+    pub(crate) fn loop_stmt(
+        &mut self,
+        var: &str,
+        min: &Expr,
+        extent: &Expr,
+        kind: ForKind,
+        body: &Stmt,
+    ) -> Result<(), CodegenError> {
+        if kind == ForKind::Parallel && self.ctx.options.threads && !self.in_task {
+            let mark = self.code.len();
+            match self.parallel_for(var, min, extent, body) {
+                Ok(true) => return Ok(()),
+                Ok(false) => self.code.truncate(mark),
+                Err(e) => return Err(e),
+            }
+        }
+        self.serial_for(var, min, extent, body)
+    }
+
+    /// The ranges known of those of `names` that are f32 lets in scope.
+    pub(crate) fn float_lets_of(&self, names: &[String]) -> Vec<(String, FloatRange)> {
+        self.float_lets
+            .iter()
+            .filter(|(n, _)| names.contains(n))
+            .cloned()
+            .collect()
+    }
+
+    pub(crate) fn set_float_lets(&mut self, lets: Vec<(String, FloatRange)>) {
+        self.float_lets = lets;
     }
 
     fn serial_for(
@@ -2071,9 +2153,7 @@ impl<'c> FnBuilder<'c> {
         extent: &Expr,
         body: &Stmt,
     ) -> Result<bool, CodegenError> {
-        let mut names = NameCollector::default();
-        names.visit_stmt(body);
-        let (vars, buffers) = names.sorted();
+        let (vars, buffers) = names_in(body);
         let mut scalars: Vec<(String, u32, Type)> = Vec::new();
         for name in &vars {
             if name == var {
@@ -2096,7 +2176,7 @@ impl<'c> FnBuilder<'c> {
                 bufs.push(b);
             }
         }
-        let task_index = self.ctx.tasks.len() as u32;
+        let task_index = self.ctx.task_count() as u32;
         // Reserve the slot so nested tasks get later indices.
         let captures: Vec<String> = scalars
             .iter()
@@ -2108,9 +2188,7 @@ impl<'c> FnBuilder<'c> {
             loop_var: var.to_string(),
             captures: captures.clone(),
         };
-        self.ctx
-            .tasks
-            .push((info, Function::new_with_locals_types([])));
+        let slot = self.ctx.reserve_function(Some(info), TYPE_TASK);
 
         // The task function.
         let function = {
@@ -2154,7 +2232,7 @@ impl<'c> FnBuilder<'c> {
             task.emit(I::I32Const(0));
             task.finish()
         };
-        self.ctx.tasks[task_index as usize].1 = function;
+        self.ctx.fill_function(slot, function);
 
         // The closure, on the heap.
         let code = self.register_assert(
@@ -2206,6 +2284,13 @@ impl<'c> FnBuilder<'c> {
 /// the page a whole comparison is a call.
 fn same_name(a: &str, b: &str) -> bool {
     a.len() == b.len() && a.as_bytes().last() == b.as_bytes().last() && a == b
+}
+
+/// The variable and buffer names `s` mentions, each in name order.
+pub(crate) fn names_in(s: &Stmt) -> (Vec<String>, Vec<String>) {
+    let mut names = NameCollector::default();
+    names.visit_stmt(s);
+    names.sorted()
 }
 
 /// Variable and buffer names a statement mentions.
@@ -2367,6 +2452,7 @@ fn bind_arguments(
 pub(crate) fn compile_module(
     module: &Module,
     options: &CodegenOptions,
+    outlining: crate::outline::Outlining,
 ) -> Result<CompiledModule, CodegenError> {
     // Layout of the argument block.
     let mut offset = 8u32;
@@ -2417,7 +2503,10 @@ pub(crate) fn compile_module(
     let mut ctx = Ctx {
         options: *options,
         asserts: Vec::new(),
-        tasks: Vec::new(),
+        functions: Vec::new(),
+        first_function: n_imports + 2,
+        types: Vec::new(),
+        outlined: crate::outline::loops_to_outline(&body, options.threads, outlining),
         error_args_offset,
         parallel_for: 0,
         param_ranges: checked_param_ranges(module),
@@ -2439,6 +2528,7 @@ pub(crate) fn compile_module(
             // The query skips the parameter checks, so its code may not
             // assume their ranges: a value outside one must not trap.
             ctx.param_ranges.clear();
+            ctx.outlined.clear();
             let mut f = FnBuilder::new(&mut ctx, 1, false);
             f.args_ptr = 0;
             bind_arguments(&mut f, &buffers, &params)?;
@@ -2450,7 +2540,7 @@ pub(crate) fn compile_module(
     };
     let run_index = n_imports;
     let body_index = n_imports + 1;
-    let query_index = n_imports + 2 + ctx.tasks.len() as u32;
+    let query_index = n_imports + 2 + ctx.functions.len() as u32;
     // `run(args_ptr)`: restores the heap top whatever happens.
     let run_fn = {
         let mut f = Function::new_with_locals_types([ValType::I32, ValType::I32]);
@@ -2483,6 +2573,9 @@ pub(crate) fn compile_module(
         .ty()
         .function([ValType::I32, ValType::I32], [ValType::I32]);
     types.ty().function([ValType::I32; 4], [ValType::I32]);
+    for params in &ctx.types {
+        types.ty().function(params.iter().copied(), [ValType::I32]);
+    }
     let mut imports = ImportSection::new();
     imports.import(
         "env",
@@ -2505,8 +2598,8 @@ pub(crate) fn compile_module(
     let mut functions = FunctionSection::new();
     functions.function(TYPE_RUN);
     functions.function(TYPE_RUN);
-    for _ in &ctx.tasks {
-        functions.function(TYPE_TASK);
+    for (_, type_index, _) in &ctx.functions {
+        functions.function(*type_index);
     }
     if query_fn.is_some() {
         functions.function(TYPE_RUN);
@@ -2526,15 +2619,20 @@ pub(crate) fn compile_module(
     }
     let mut exports = ExportSection::new();
     exports.export("run", ExportKind::Func, run_index);
-    for (k, (info, _)) in ctx.tasks.iter().enumerate() {
-        exports.export(&info.export, ExportKind::Func, n_imports + 2 + k as u32);
+    for (k, (task, _, _)) in ctx.functions.iter().enumerate() {
+        if let Some(info) = task {
+            exports.export(&info.export, ExportKind::Func, n_imports + 2 + k as u32);
+        }
     }
     if query_fn.is_some() {
         exports.export("query", ExportKind::Func, query_index);
     }
     let mut functions_by_name = vec![("run", &run_fn), ("body", &body_fn)];
-    for (info, f) in &ctx.tasks {
-        functions_by_name.push((info.export.as_str(), f));
+    for (task, _, f) in &ctx.functions {
+        let name = task
+            .as_ref()
+            .map_or("an outlined loop", |info| info.export.as_str());
+        functions_by_name.push((name, f));
     }
     if let Some(f) = &query_fn {
         functions_by_name.push(("query", f));
@@ -2543,7 +2641,7 @@ pub(crate) fn compile_module(
     let mut code = CodeSection::new();
     code.function(&run_fn);
     code.function(&body_fn);
-    for (_, f) in &ctx.tasks {
+    for (_, _, f) in &ctx.functions {
         code.function(f);
     }
     if let Some(f) = &query_fn {
@@ -2565,7 +2663,11 @@ pub(crate) fn compile_module(
             buffers,
             params,
             asserts: ctx.asserts,
-            tasks: ctx.tasks.into_iter().map(|(info, _)| info).collect(),
+            tasks: ctx
+                .functions
+                .into_iter()
+                .filter_map(|(task, _, _)| task)
+                .collect(),
             heap_top_offset: 0,
             error_args_offset,
             max_error_args,

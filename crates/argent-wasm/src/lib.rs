@@ -97,6 +97,14 @@
 //! nested parallel loops cannot deadlock. A task body that captures a
 //! vector or 64-bit value runs serially instead of becoming a task.
 //!
+//! ## Outlined loops
+//! Other functions (neither exported nor part of the ABI) run the large
+//! loops of large functions (see the `outline` module): V8 compiles a
+//! function of more than 8192 virtual registers with a register allocator
+//! that spills far more. Each takes `args_ptr`, the loop's free scalar
+//! variables and the bases of the buffers it touches as parameters, and
+//! returns a status as `run` does.
+//!
 //! # Code generation
 //! Scalars live in `i32` (integers normalised: narrow unsigned types
 //! zero-extended, narrow signed types sign-extended, bools 0/1), `f32`,
@@ -172,6 +180,7 @@
 mod emit;
 mod float_range;
 mod hoist;
+mod outline;
 mod query;
 mod scalarize;
 mod simd;
@@ -319,7 +328,20 @@ impl std::error::Error for CodegenError {}
 
 /// Compiles a lowered module to WebAssembly and validates the result.
 pub fn compile(module: &Module, options: &CodegenOptions) -> Result<CompiledModule, CodegenError> {
-    let compiled = emit::compile_module(module, options)?;
+    let compiled = emit::compile_module(module, options, outline::Outlining::Large)?;
+    validate(&compiled.bytes)?;
+    Ok(compiled)
+}
+
+/// [`compile`], with every loop outlined into a function of its own
+/// (normally only large loops of large functions are, see the `outline`
+/// module), so that tests run the outlining on every program.
+#[doc(hidden)]
+pub fn compile_outlining_every_loop(
+    module: &Module,
+    options: &CodegenOptions,
+) -> Result<CompiledModule, CodegenError> {
+    let compiled = emit::compile_module(module, options, outline::Outlining::Every)?;
     validate(&compiled.bytes)?;
     Ok(compiled)
 }
@@ -332,7 +354,7 @@ pub fn compile_unvalidated(
     module: &Module,
     options: &CodegenOptions,
 ) -> Result<CompiledModule, CodegenError> {
-    emit::compile_module(module, options)
+    emit::compile_module(module, options, outline::Outlining::Large)
 }
 
 /// Validates module bytes with the features this backend emits (SIMD128

@@ -279,3 +279,58 @@ output out
     assert_eq!(ops(&cascade), (44, 0, 16));
     assert_eq!(ops(&weighted), (40, 16, 16));
 }
+
+/// The size in bytes of each function body of a module.
+fn function_sizes(bytes: &[u8]) -> Vec<usize> {
+    let mut sizes = Vec::new();
+    for payload in wasmparser::Parser::new(0).parse_all(bytes) {
+        if let wasmparser::Payload::CodeSectionEntry(body) = payload.expect("a valid module") {
+            let range = body.range();
+            sizes.push(range.end as usize - range.start as usize);
+        }
+    }
+    sizes
+}
+
+/// Large pipelines are split into functions small enough for V8's top-tier
+/// register allocator (it gives functions of more than 8192 virtual
+/// registers, about 80 KB of code, to a mid-tier one that spills more),
+/// and an interleaved output's channel loop stores one dense vector per
+/// group of pixels instead of one lane at a time.
+#[test]
+fn large_pipelines_become_functions_of_moderate_size() {
+    for (file, threads) in [
+        ("gaussian5x5.ag", false),
+        ("unsharp_mask.ag", false),
+        ("median3x3.ag", true),
+        ("local_laplacian.ag", true),
+        ("window_ops.ag", false),
+    ] {
+        let path = format!("{}/../../examples/{file}", env!("CARGO_MANIFEST_DIR"));
+        let source = std::fs::read_to_string(&path).expect("the example exists");
+        let pipeline = argent_lang::compile(&source).expect("the pipeline compiles");
+        let lowered =
+            argent_lower::lower::lower(&pipeline, &Default::default()).expect("it lowers");
+        let options = CodegenOptions {
+            simd: true,
+            threads,
+        };
+        let compiled = compile(&lowered.module, &options).expect("it compiles");
+        let sizes = function_sizes(&compiled.bytes);
+        let largest = sizes.iter().max().copied().unwrap_or(0);
+        assert!(
+            sizes.len() > 4 && largest < 80_000,
+            "{file}: functions of {sizes:?} bytes"
+        );
+    }
+    // sepia's RGB channels: 16 pixels stored as three dense vectors (48
+    // interleaved bytes), not as 48 lane stores.
+    let wat = example_wat("sepia.ag");
+    let lines: Vec<&str> = wat.lines().map(str::trim).collect();
+    let interleaved = (0..lines.len()).any(|i| {
+        lines[i] == "v128.store align=1"
+            && lines[i + 1..(i + 8).min(lines.len())].contains(&"v128.store offset=16 align=1")
+            && lines[i + 1..(i + 8).min(lines.len())].contains(&"v128.store offset=32 align=1")
+    });
+    assert!(interleaved, "{wat}");
+}

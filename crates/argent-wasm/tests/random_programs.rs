@@ -917,15 +917,40 @@ fn check_random_programs() {
         // backend's fallback for vector shapes it has no SIMD lowering for)
         // on one thread; SIMD code on shared memory with two workers
         // (random schedules have parallel loops); the scalar target's code.
+        // The last two have every loop in a function of its own (the
+        // backend outlines only large loops of large functions).
         let mut too_large = false;
-        for (module, simd, threads, label) in [
-            (&lowered.module, true, false, "SIMD"),
-            (&lowered.module, false, false, "vector code lane by lane"),
-            (&lowered.module, true, true, "SIMD, 2 threads"),
-            (&scalar_target.module, false, false, "scalar target"),
+        for (module, simd, threads, outline, label) in [
+            (&lowered.module, true, false, false, "SIMD"),
+            (
+                &lowered.module,
+                false,
+                false,
+                false,
+                "vector code lane by lane",
+            ),
+            (
+                &lowered.module,
+                true,
+                true,
+                true,
+                "SIMD, 2 threads, loops outlined",
+            ),
+            (
+                &scalar_target.module,
+                false,
+                false,
+                true,
+                "scalar target, loops outlined",
+            ),
         ] {
             let options = CodegenOptions { simd, threads };
-            let compiled = match compile(module, &options) {
+            let compiled = if outline {
+                argent_wasm::compile_outlining_every_loop(module, &options)
+            } else {
+                compile(module, &options)
+            };
+            let compiled = match compiled {
                 Ok(compiled) => compiled,
                 // Code larger than engines accept (a wide vector of a
                 // large body, computed lane by lane): refused with a
