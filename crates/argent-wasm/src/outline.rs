@@ -29,16 +29,25 @@ use argent_ir::visit::{StmtPart, Visitor, for_each_part, walk_expr};
 use argent_ir::{Expr, ForKind, Stmt};
 use wasm_encoder::{BlockType, Instruction as I, ValType};
 
-/// A function whose IR is larger than this many nodes has its large
-/// loops outlined. A node is about 10 bytes of WebAssembly; V8's limit of
-/// 8192 virtual registers was crossed by functions of 80 KB and more.
-const FUNCTION_NODES: usize = 3000;
+/// A function whose IR is larger than this many nodes has loops outlined
+/// until it is not (where it has loops to outline). Nodes are counted by
+/// registers (an f32x16 value is four), each about 6-9 bytes of
+/// WebAssembly. V8 compiled functions of 45 and 48 KB (sobel, harris:
+/// 5,112 and 6,721 nodes) with its top-tier allocator and those of 82 KB
+/// and more (unsharp mask: 14,158 nodes) with the mid-tier one (`node
+/// --no-liftoff --no-wasm-lazy-compilation --single-threaded
+/// --trace-turbo-alloc` traces only the former). Smaller functions are
+/// left whole: an outlined loop loses the addresses its caller's loops
+/// strength-reduce, and bicubic_resize (5,004 nodes) ran 10% slower
+/// outlined.
+const FUNCTION_NODES: usize = 7000;
 
 /// The smallest loop worth a function of its own.
-const LOOP_NODES: usize = 400;
+const LOOP_NODES: usize = 200;
 
 /// A loop that is more than this share of its function (in tenths) stays
-/// inline: outlining it would leave the function almost empty.
+/// inline: outlining it would leave the function almost empty, and the
+/// new function as large.
 const MOST_OF_FUNCTION_TENTHS: usize = 8;
 
 /// The most parameters an outlined function takes (engines accept 1000).
@@ -47,11 +56,26 @@ const MAX_PARAMS: usize = 400;
 /// Which loops become functions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Outlining {
-    /// Large loops of large functions (the rule above).
+    /// Loops of functions over [`FUNCTION_NODES`], largest first, until
+    /// the function is under it.
     Large,
     /// Every loop, for tests: each loop then runs in a function of its own
     /// and receives its free variables as parameters.
     Every,
+}
+
+/// One loop of the body, in pre-order.
+struct LoopInfo {
+    address: usize,
+    /// Its nodes, without the bodies of the tasks inside it (other
+    /// functions).
+    size: usize,
+    /// The pre-order index just past its last inner loop.
+    end: usize,
+    /// Whether its body becomes a task.
+    task: bool,
+    /// The nodes of its body, when that is a task.
+    task_size: usize,
 }
 
 /// The loops of `body` to outline (by address), for a module whose
@@ -61,22 +85,22 @@ pub(crate) fn loops_to_outline(
     tasks: bool,
     outlining: Outlining,
 ) -> FastHashSet<usize> {
-    let mut sizes = Vec::new();
-    let total = measure(body, &mut sizes);
-    let mut chooser = Chooser {
-        tasks,
-        every: outlining == Outlining::Every,
-        sizes: sizes.into_iter(),
-        chosen: FastHashSet::default(),
-    };
-    chooser.choose(body, total, false);
-    chooser.chosen
+    let mut loops = Vec::new();
+    let total = measure(body, tasks, false, &mut loops);
+    let mut chosen = FastHashSet::default();
+    if outlining == Outlining::Every {
+        // Every loop that runs in this function (a task's parallel loop
+        // runs in its caller's).
+        chosen.extend(loops.iter().filter(|l| !l.task).map(|l| l.address));
+        return chosen;
+    }
+    split(&loops, 0..loops.len(), total, &mut chosen);
+    chosen
 }
 
-/// The node count of `s` (statements and expressions); pushes the size of
-/// each loop of `s` onto `sizes` in pre-order, the order `choose` meets
-/// them.
-fn measure(s: &Stmt, sizes: &mut Vec<usize>) -> usize {
+/// The node count of `s` in this function (tasks' bodies excluded);
+/// pushes each loop of `s` onto `loops` in pre-order.
+fn measure(s: &Stmt, tasks: bool, in_task: bool, loops: &mut Vec<LoopInfo>) -> usize {
     // Chains of lets are thousands long in unrolled code: walked in a loop.
     let mut total = 0;
     let mut s = s;
@@ -84,74 +108,103 @@ fn measure(s: &Stmt, sizes: &mut Vec<usize>) -> usize {
         total += 1 + expr_nodes(value);
         s = body;
     }
-    let slot = matches!(s, Stmt::For { .. }).then(|| {
-        sizes.push(0);
-        sizes.len() - 1
-    });
+    let this_loop = match s {
+        Stmt::For { kind, .. } => {
+            loops.push(LoopInfo {
+                address: s as *const Stmt as usize,
+                size: 0,
+                end: 0,
+                task: *kind == ForKind::Parallel && tasks && !in_task,
+                task_size: 0,
+            });
+            Some(loops.len() - 1)
+        }
+        _ => None,
+    };
+    let task = this_loop.is_some_and(|k| loops[k].task);
     let mut own = 1;
+    let mut task_size = 0;
     for_each_part(s, |part| match part {
         StmtPart::Expr(e) => own += expr_nodes(e),
-        StmtPart::Stmt(c) => own += measure(c, sizes),
+        // A task's body is a function of its own.
+        StmtPart::Stmt(c) if task => task_size += measure(c, tasks, true, loops),
+        StmtPart::Stmt(c) => own += measure(c, tasks, in_task, loops),
     });
-    if let Some(slot) = slot {
-        sizes[slot] = own;
+    if let Some(k) = this_loop {
+        loops[k].size = own;
+        loops[k].task_size = task_size;
+        loops[k].end = loops.len();
     }
     total + own
+}
+
+/// Chooses loops among `region` (pre-order indices of the loops of one
+/// function, with those of the functions inside it) to outline from a
+/// function of `size` nodes, then does the same inside each function made
+/// (outlined loops and tasks).
+fn split(
+    loops: &[LoopInfo],
+    region: std::ops::Range<usize>,
+    size: usize,
+    chosen: &mut FastHashSet<usize>,
+) {
+    // The loops of this function: not inside one of its tasks.
+    let mut own = Vec::new();
+    let mut k = region.start;
+    while k < region.end {
+        own.push(k);
+        // A task's inner loops are the task's.
+        k = if loops[k].task { loops[k].end } else { k + 1 };
+    }
+    let mut candidates: Vec<usize> = own
+        .iter()
+        .copied()
+        .filter(|&k| {
+            !loops[k].task
+                && loops[k].size >= LOOP_NODES
+                && loops[k].size * 10 <= size * MOST_OF_FUNCTION_TENTHS
+        })
+        .collect();
+    candidates.sort_by_key(|&k| std::cmp::Reverse(loops[k].size));
+    let nested = |a: usize, b: usize| a < b && b < loops[a].end;
+    let mut outlined: Vec<usize> = Vec::new();
+    let mut inline = size;
+    for k in candidates {
+        if inline <= FUNCTION_NODES {
+            break;
+        }
+        if outlined.iter().any(|&o| nested(o, k) || nested(k, o)) {
+            continue;
+        }
+        outlined.push(k);
+        inline -= loops[k].size;
+        chosen.insert(loops[k].address);
+    }
+    for &k in &outlined {
+        split(loops, k + 1..loops[k].end, loops[k].size, chosen);
+    }
+    // Tasks are functions too, whatever function they are reached from.
+    for &k in &own {
+        if loops[k].task && !outlined.iter().any(|&o| nested(o, k)) {
+            split(loops, k + 1..loops[k].end, loops[k].task_size, chosen);
+        }
+    }
 }
 
 fn expr_nodes(e: &Expr) -> usize {
     struct Count(usize);
     impl Visitor for Count {
         fn visit_expr(&mut self, e: &Expr) {
-            self.0 += 1;
+            // A vector wider than a register is one instruction per
+            // register.
+            let ty = e.ty();
+            self.0 += (usize::from(ty.lanes) * usize::from(ty.bits.max(8))).div_ceil(128);
             walk_expr(self, e);
         }
     }
     let mut count = Count(0);
     count.visit_expr(e);
     count.0
-}
-
-struct Chooser {
-    tasks: bool,
-    every: bool,
-    /// Each loop's size, in pre-order.
-    sizes: std::vec::IntoIter<usize>,
-    chosen: FastHashSet<usize>,
-}
-
-impl Chooser {
-    /// Marks the loops of `s` to outline, inside a function of `function`
-    /// nodes (a task's when `in_task`).
-    fn choose(&mut self, s: &Stmt, function: usize, in_task: bool) {
-        let mut s = s;
-        while let Stmt::LetStmt { body, .. } = s {
-            s = body;
-        }
-        match s {
-            Stmt::For { kind, body, .. } => {
-                let size = self.sizes.next().unwrap_or(0);
-                if *kind == ForKind::Parallel && self.tasks && !in_task {
-                    // The body becomes a task: a function of its own.
-                    self.choose(body, size, true);
-                } else if self.every
-                    || (function > FUNCTION_NODES
-                        && size >= LOOP_NODES
-                        && size * 10 <= function * MOST_OF_FUNCTION_TENTHS)
-                {
-                    self.chosen.insert(s as *const Stmt as usize);
-                    self.choose(body, size, in_task);
-                } else {
-                    self.choose(body, function, in_task);
-                }
-            }
-            _ => for_each_part(s, |part| {
-                if let StmtPart::Stmt(c) = part {
-                    self.choose(c, function, in_task);
-                }
-            }),
-        }
-    }
 }
 
 impl FnBuilder<'_> {
@@ -234,5 +287,56 @@ impl FnBuilder<'_> {
         self.emit(I::Return);
         self.emit(I::End);
         Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `for (name, 0, 8) { out[name] = name + name + .. }` with `terms`
+    /// additions.
+    fn big_loop(name: &str, terms: usize) -> Stmt {
+        let v = Expr::var_i32(name);
+        let value = (0..terms).fold(v.clone(), |sum, _| sum + v.clone());
+        Stmt::For {
+            var: name.into(),
+            min: Expr::i32(0),
+            extent: Expr::i32(8),
+            kind: ForKind::Serial,
+            body: Box::new(Stmt::Store {
+                buffer: "out".into(),
+                index: v,
+                value,
+            }),
+        }
+    }
+
+    fn address(s: &Stmt) -> usize {
+        s as *const Stmt as usize
+    }
+
+    #[test]
+    fn the_largest_loops_of_a_large_function_are_outlined_until_it_fits() {
+        // 3 loops of about 3000 nodes each: outlining the first (the
+        // largest) leaves about 6000, under the limit.
+        let body = Stmt::Block(vec![
+            big_loop("a", 1600),
+            big_loop("b", 1500),
+            big_loop("c", 1500),
+        ]);
+        let Stmt::Block(loops) = &body else {
+            unreachable!()
+        };
+        let chosen = loops_to_outline(&body, false, Outlining::Large);
+        assert_eq!(chosen, FastHashSet::from_iter([address(&loops[0])]));
+        // A small function stays whole; with `Every`, every loop goes.
+        let small = Stmt::Block(vec![big_loop("a", 100), big_loop("b", 100)]);
+        assert!(loops_to_outline(&small, false, Outlining::Large).is_empty());
+        assert_eq!(loops_to_outline(&small, false, Outlining::Every).len(), 2);
+        // One loop that is the whole function is not outlined (the new
+        // function would be as large).
+        let whole = big_loop("a", 9000);
+        assert!(loops_to_outline(&whole, false, Outlining::Large).is_empty());
     }
 }

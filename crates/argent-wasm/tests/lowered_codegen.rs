@@ -294,7 +294,7 @@ fn function_sizes(bytes: &[u8]) -> Vec<usize> {
 
 /// Large pipelines are split into functions small enough for V8's top-tier
 /// register allocator (it gives functions of more than 8192 virtual
-/// registers, about 80 KB of code, to a mid-tier one that spills more),
+/// registers, 50-80 KB of code, to a mid-tier one that spills more),
 /// and an interleaved output's channel loop stores one dense vector per
 /// group of pixels instead of one lane at a time.
 #[test]
@@ -304,7 +304,7 @@ fn large_pipelines_become_functions_of_moderate_size() {
         ("unsharp_mask.ag", false),
         ("median3x3.ag", true),
         ("local_laplacian.ag", true),
-        ("window_ops.ag", false),
+        ("bilateral_grid.ag", false),
     ] {
         let path = format!("{}/../../examples/{file}", env!("CARGO_MANIFEST_DIR"));
         let source = std::fs::read_to_string(&path).expect("the example exists");
@@ -319,7 +319,7 @@ fn large_pipelines_become_functions_of_moderate_size() {
         let sizes = function_sizes(&compiled.bytes);
         let largest = sizes.iter().max().copied().unwrap_or(0);
         assert!(
-            sizes.len() > 4 && largest < 80_000,
+            sizes.len() > 4 && largest < 70_000,
             "{file}: functions of {sizes:?} bytes"
         );
     }
