@@ -4,16 +4,17 @@
 //! mid-tier register allocator, which spills much more than the top-tier
 //! one (`--turbo-use-mid-tier-regalloc-for-huge-functions`). A pipeline
 //! compiled into one function (every stage of a tile, each in several
-//! partitions and layouts) crosses that line: its loops then ran 12-28%
+//! partitions and layouts) crosses that line: its loops then ran 11-22%
 //! slower than with the flag off, which a page cannot turn off. So, in a
-//! function larger than [`FUNCTION_NODES`], each loop of at least
-//! [`LOOP_NODES`] that is not most of the function becomes a function
-//! that takes the loop's free variables (and the buffers' bases) as
-//! parameters, and the function that ran it calls it and passes on a
-//! failed check's status. The call costs little next to a loop that
-//! large: it runs once per iteration of the loop around it (a row, a
-//! tile), never per element. Outlined functions are outlined further by
-//! the same rule.
+//! function larger than [`FUNCTION_NODES`], the largest loops (each at
+//! most most of the function, and not inside one already chosen) become
+//! functions until what is left is under it. Each takes the loop's free
+//! variables (and the buffers' bases) as parameters; the function that
+//! ran the loop calls it and passes on a failed check's status. The call
+//! costs little next to a loop that large: it runs once per iteration of
+//! the loop around it (a row, a tile), never per element. Outlined
+//! functions (and tasks) are split further by the same rule. An innermost
+//! loop whose body alone is larger stays one function.
 //!
 //! ```text
 //! for (y, ..) {                   for (y, ..) {
