@@ -6,9 +6,9 @@
 //! compiled into one function (every stage of a tile, each in several
 //! partitions and layouts) crosses that line: its loops then ran 11-22%
 //! slower than with the flag off, which a page cannot turn off. So, in a
-//! function larger than [`FUNCTION_NODES`], the largest loops (each at
-//! most most of the function, and not inside one already chosen) become
-//! functions until what is left is under it. Each takes the loop's free
+//! function larger than [`FUNCTION_NODES`], the largest loops (none more
+//! than 80% of the function, none inside or around one already chosen)
+//! become functions until what is left is under it. Each takes the loop's free
 //! variables (and the buffers' bases) as parameters; the function that
 //! ran the loop calls it and passes on a failed check's status. The call
 //! costs little next to a loop that large: it runs once per iteration of
