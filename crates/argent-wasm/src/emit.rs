@@ -2153,28 +2153,16 @@ impl<'c> FnBuilder<'c> {
         extent: &Expr,
         body: &Stmt,
     ) -> Result<bool, CodegenError> {
-        let (vars, buffers) = names_in(body);
-        let mut scalars: Vec<(String, u32, Type)> = Vec::new();
-        for name in &vars {
-            if name == var {
-                continue;
-            }
-            match self.lookup(name) {
-                Some(Binding::Scalar { ty, .. }) if ty.bits > 32 => return Ok(false),
-                Some(Binding::Scalar { local, ty }) => scalars.push((name.clone(), *local, *ty)),
-                Some(Binding::Vector(_) | Binding::Lanes { .. }) => return Ok(false),
-                None => {
-                    if name.contains('#') {
-                        return Ok(false);
-                    }
-                }
-            }
-        }
-        let mut bufs = Vec::new();
-        for name in &buffers {
-            if let Ok(b) = self.buffer(name) {
-                bufs.push(b);
-            }
+        // A closure holds 32-bit words: no 64-bit captures.
+        let Some(Captures {
+            scalars,
+            buffers: bufs,
+        }) = self.captures(body, Some(var))
+        else {
+            return Ok(false);
+        };
+        if scalars.iter().any(|(_, _, ty)| ty.bits > 32) {
+            return Ok(false);
         }
         let task_index = self.ctx.task_count() as u32;
         // Reserve the slot so nested tasks get later indices.
@@ -2269,13 +2257,51 @@ impl<'c> FnBuilder<'c> {
         self.emit(I::Call(self.ctx.parallel_for));
         let status = self.set_new_local(ValType::I32);
         self.heap_free(old, end);
+        self.return_if_failed(status);
+        Ok(true)
+    }
+
+    /// Returns the status in local `status` when it is not 0 (a check
+    /// failed in a function called).
+    pub(crate) fn return_if_failed(&mut self, status: u32) {
         self.emit(I::LocalGet(status));
         self.emit(I::If(BlockType::Empty));
         self.emit(I::LocalGet(status));
         self.emit(I::Return);
         self.emit(I::End);
-        Ok(true)
     }
+
+    /// What a statement run in another function (a task, an outlined loop)
+    /// needs from this one: the scalars in scope it mentions (all but
+    /// `bound_there`, the loop variable the callee binds itself) and the
+    /// buffers. `None` when it mentions a vector value or an internal
+    /// name, which cannot be passed.
+    pub(crate) fn captures(&self, s: &Stmt, bound_there: Option<&str>) -> Option<Captures> {
+        let (vars, buffers) = names_in(s);
+        let mut scalars = Vec::new();
+        for name in &vars {
+            if Some(name.as_str()) == bound_there {
+                continue;
+            }
+            match self.lookup(name) {
+                Some(Binding::Scalar { local, ty }) => scalars.push((name.clone(), *local, *ty)),
+                Some(Binding::Vector(_) | Binding::Lanes { .. }) => return None,
+                None if name.contains('#') => return None,
+                None => {}
+            }
+        }
+        let buffers = buffers.iter().filter_map(|b| self.buffer(b).ok()).collect();
+        Some(Captures { scalars, buffers })
+    }
+}
+
+/// The values a statement run in another function takes from its caller
+/// (see [`FnBuilder::captures`]).
+pub(crate) struct Captures {
+    /// Name, local and type of each scalar, in name order.
+    pub scalars: Vec<(String, u32, Type)>,
+    /// The buffers, in name order.
+    pub buffers: Vec<BufBinding>,
 }
 
 /// Whether two names are equal, looking at their last bytes before

@@ -24,11 +24,11 @@
 //! ```
 
 use crate::CodegenError;
-use crate::emit::{Binding, BufBinding, FnBuilder, val_type};
+use crate::emit::{Binding, BufBinding, Captures, FnBuilder, val_type};
 use argent_ir::fast_hash::FastHashSet;
 use argent_ir::visit::{StmtPart, Visitor, for_each_part, walk_expr};
 use argent_ir::{Expr, ForKind, Stmt};
-use wasm_encoder::{BlockType, Instruction as I, ValType};
+use wasm_encoder::{Instruction as I, ValType};
 
 /// A function whose IR is larger than this many nodes has loops outlined
 /// until it is not (where it has loops to outline). Nodes are counted by
@@ -223,17 +223,13 @@ impl FnBuilder<'_> {
         else {
             return Ok(false);
         };
-        let (vars, buffers) = crate::emit::names_in(s);
-        let mut scalars = Vec::new();
-        for name in &vars {
-            match self.lookup(name) {
-                Some(Binding::Scalar { local, ty }) => scalars.push((name.clone(), *local, *ty)),
-                Some(Binding::Vector(_) | Binding::Lanes { .. }) => return Ok(false),
-                None if name.contains('#') => return Ok(false),
-                None => {}
-            }
-        }
-        let bufs: Vec<BufBinding> = buffers.iter().filter_map(|b| self.buffer(b).ok()).collect();
+        let Some(Captures {
+            scalars,
+            buffers: bufs,
+        }) = self.captures(s, None)
+        else {
+            return Ok(false);
+        };
         if 1 + scalars.len() + bufs.len() > MAX_PARAMS {
             return Ok(false);
         }
@@ -247,7 +243,8 @@ impl FnBuilder<'_> {
 
         let function = {
             let in_task = self.in_task;
-            let float_lets = self.float_lets_of(&vars);
+            let names: Vec<String> = scalars.iter().map(|(n, _, _)| n.clone()).collect();
+            let float_lets = self.float_lets_of(&names);
             let mut f = FnBuilder::new(&mut *self.ctx, params.len() as u32, in_task);
             f.args_ptr = 0;
             for (k, (name, _, ty)) in scalars.iter().enumerate() {
@@ -281,12 +278,8 @@ impl FnBuilder<'_> {
             self.emit(I::LocalGet(b.base));
         }
         self.emit(I::Call(self.ctx.function_index(slot)));
-        let status = self.local(ValType::I32);
-        self.emit(I::LocalTee(status));
-        self.emit(I::If(BlockType::Empty));
-        self.emit(I::LocalGet(status));
-        self.emit(I::Return);
-        self.emit(I::End);
+        let status = self.set_new_local(ValType::I32);
+        self.return_if_failed(status);
         Ok(true)
     }
 }
