@@ -41,7 +41,7 @@ export function rawModule(pipeline, W, H, bytesPerPixel) {
     bases.push(cursor);
     cursor = align(cursor + W * H * bytesPerPixel + 64);
   }
-  memory.grow(Math.ceil((cursor + (1 << 20) - memory.buffer.byteLength) / 65536));
+  memory.grow(Math.max(0, Math.ceil((cursor + (1 << 20) - memory.buffer.byteLength) / 65536)));
   const view = new DataView(memory.buffer);
   abi.buffers.forEach((b, i) => {
     view.setInt32(ARGS + b.offset, bases[i], true);

@@ -5,10 +5,26 @@
 // the module once, one thread, unshared memory, and returns its time in ms.
 import { readFileSync } from "node:fs";
 
-export async function loadModule(out, W, H, C, settings) {
+export async function loadModule(out, W, H, C, settings, { shared = false } = {}) {
   const abi = readFileSync(out + ".abi", "utf8").trim().split("\n").map((l) => l.split(" "));
-  const memory = new WebAssembly.Memory({ initial: 256 });
-  const { instance } = await WebAssembly.instantiate(readFileSync(out + ".wasm"), { env: { memory, parallel_for() { throw new Error("threads"); } } });
+  // A threads module (`THREADS=1 dump_wat`) imports a shared memory; its
+  // parallel loops then run serially here, as the runtime runs them on one
+  // thread.
+  const memory = shared
+    ? new WebAssembly.Memory({ initial: 256, maximum: 65536, shared: true })
+    : new WebAssembly.Memory({ initial: 256 });
+  let exports = null;
+  const parallel_for = (task, closure, min, extent) => {
+    if (!shared) throw new Error("threads");
+    const run = exports[`task_${task}`];
+    for (let i = 0; i < extent; i++) {
+      const status = run(closure, min + i);
+      if (status !== 0) return status;
+    }
+    return 0;
+  };
+  const { instance } = await WebAssembly.instantiate(readFileSync(out + ".wasm"), { env: { memory, parallel_for } });
+  exports = instance.exports;
   const ARGS = 8192;
   const argsSize = Number(abi.find((l) => l[0] === "args")[1]);
   let cursor = (ARGS + argsSize + 15) & ~15;

@@ -113,6 +113,23 @@ fn unsigned_magic(c: i64, bits: u8) -> Option<(u64, u32)> {
     })
 }
 
+/// The constants of `div_mod_unsigned_by_three` for lanes of `bits` bits:
+/// the inverse of 3 modulo `2^bits` and `(2^bits - 1) / 3`, as the scalars
+/// whose splats are hoisted out of loops.
+fn three_inverse_and_step(bits: u8) -> (Expr, Expr) {
+    if bits == 16 {
+        (
+            Expr::constant(Type::U16, 43691.0),
+            Expr::constant(Type::U16, 21845.0),
+        )
+    } else {
+        (
+            Expr::constant(Type::I32, 0xAAAA_AAABu32 as i32 as f64),
+            Expr::constant(Type::I32, 0x5555_5555 as f64),
+        )
+    }
+}
+
 /// The scalar whose 16-bit splat holds the magic multiplier `m`, as hoisted
 /// out of loops.
 fn magic_splat_value(m: u64) -> Expr {
@@ -996,8 +1013,27 @@ impl FnBuilder<'_> {
                 {
                     self.values.push(Expr::f32(1.0));
                 }
-                // The multiplier of an unsigned division by a constant.
+                // The constants of an unsigned division by a constant.
                 if let ExprKind::Binary {
+                    op: BinOp::Div | BinOp::Mod,
+                    a,
+                    b,
+                } = e.kind()
+                    && a.ty().is_vector()
+                    && a.ty().is_uint()
+                    && let Some(c) = broadcast_const(b)
+                    && c > 0
+                    && c % 3 == 0
+                    && ((c / 3) as u64).is_power_of_two()
+                {
+                    let bits = if a.ty().bits == 32 { 32 } else { 16 };
+                    let (inverse, step) = three_inverse_and_step(bits);
+                    for value in [inverse, step] {
+                        if self.values.len() < 4 * MAX_HOISTED && !self.values.contains(&value) {
+                            self.values.push(value);
+                        }
+                    }
+                } else if let ExprKind::Binary {
                     op: BinOp::Div | BinOp::Mod,
                     a,
                     b,
@@ -2784,6 +2820,11 @@ impl FnBuilder<'_> {
                         self.map_shift(&av, shift_instr(false, bits, signed), k)
                     });
                 }
+                if t.is_uint()
+                    && let Some(v) = self.div_mod_unsigned_by_three(&av, c, op == BinOp::Div, t)
+                {
+                    return Ok(v);
+                }
                 if c > 0 && bits <= 16 {
                     if t.is_uint()
                         && let Some(v) = self.div_mod_unsigned_magic(&av, c, op == BinOp::Div, t)
@@ -3039,6 +3080,97 @@ impl FnBuilder<'_> {
             parts.push(r);
         }
         VecVal { parts, ..a.clone() }
+    }
+
+    /// Unsigned `x / c` or `x % c` for `c = 3 * 2^k`, in 5 lane-wise
+    /// operations after the shift by `k` instead of the widening multiply's
+    /// 11 or so (the box blur's `/ 3`).
+    ///
+    /// Why it is exact: with `inv` the inverse of 3 modulo `2^N` (`N` = 16 or
+    /// 32 bits) and `x = 3q + r`, the wrapping product `m = x * inv` is
+    /// `q + r * inv`. For N = 16 that is `q` in `[0, 21845]` when `r = 0`,
+    /// `q + 43691` in `[43691, 65535]` when `r = 1` and `q + 21846` in
+    /// `[21846, 43690]` when `r = 2` (and the same pattern for N = 32 with
+    /// `inv = 0xAAAAAAAB`). Adding `s = 21845` (`0x5555_5555`) once and
+    /// twice wraps the two wrong candidates above the right one, so
+    /// `q = min_u(m, m + s, m + 2s)`. The 16-bit case was checked for every
+    /// `x` (see the unit test below). 8-bit lanes are widened first.
+    fn div_mod_unsigned_by_three(
+        &mut self,
+        x: &VecVal,
+        c: i64,
+        div: bool,
+        ty: Type,
+    ) -> Option<VecVal> {
+        if c <= 0 || c % 3 != 0 || !((c / 3) as u64).is_power_of_two() {
+            return None;
+        }
+        let k = (c / 3).trailing_zeros() as i32;
+        let wide = if ty.bits == 8 {
+            self.widen2(x, false)
+        } else {
+            x.clone()
+        };
+        let bits = wide.lane_bits;
+        let shifted = if k == 0 {
+            wide.clone()
+        } else {
+            self.map_shift(&wide, shift_instr(false, bits, false), k)
+        };
+        let (inverse, step) = three_inverse_and_step(bits);
+        let [inverse, step] = [inverse, step].map(|value| match self.hoisted_splat(&value, bits) {
+            Some(local) => local,
+            None => {
+                let v = splat_bits(bits, value.as_int().expect("an integer constant"));
+                self.const_part(v)
+            }
+        });
+        let (mul, add, min) = if bits == 16 {
+            (I::I16x8Mul, I::I16x8Add, I::I16x8MinU)
+        } else {
+            (I::I32x4Mul, I::I32x4Add, I::I32x4MinU)
+        };
+        let mut parts = Vec::new();
+        for &part in &shifted.parts {
+            let m = self.v128_local();
+            let plus_step = self.v128_local();
+            self.emit(I::LocalGet(part));
+            self.emit(I::LocalGet(inverse));
+            self.emit(mul.clone());
+            self.emit(I::LocalTee(m));
+            self.emit(I::LocalGet(step));
+            self.emit(add.clone());
+            self.emit(I::LocalTee(plus_step));
+            self.emit(I::LocalGet(step));
+            self.emit(add.clone());
+            self.emit(I::LocalGet(plus_step));
+            self.emit(min.clone());
+            self.emit(I::LocalGet(m));
+            self.emit(min.clone());
+            let q = self.v128_local();
+            self.emit(I::LocalSet(q));
+            parts.push(q);
+        }
+        let mut q = VecVal {
+            parts,
+            lane_bits: bits,
+            lanes: x.lanes,
+        };
+        if !div {
+            // x - q * c, exact since q * c <= x.
+            let (mul, sub) = if bits == 16 {
+                (I::I16x8Mul, I::I16x8Sub)
+            } else {
+                (I::I32x4Mul, I::I32x4Sub)
+            };
+            let prod = self.with_const(&q, c, mul);
+            q = self.map2(&wide, &prod, sub);
+        }
+        Some(if ty.bits == 8 {
+            self.narrow2(&q, Narrow::SignedToUnsigned)
+        } else {
+            q
+        })
     }
 
     /// Unsigned `x / c` or `x % c` for 8/16-bit lanes as a 16x16->32-bit

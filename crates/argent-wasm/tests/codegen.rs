@@ -153,35 +153,37 @@ fn blur_uses_unaligned_loads_at_constant_offsets() {
         expect![[r#"
             local.get 12
             v128.load align=1
-            local.set 15
+            local.set 16
             local.get 12
             v128.load offset=2 align=1
-            local.set 16
-            local.get 15
-            local.get 16
-            i16x8.add
             local.set 17
+            local.get 16
+            local.get 17
+            i16x8.add
+            local.set 18
             local.get 12
             v128.load offset=4 align=1
-            local.set 18
-            local.get 17
-            local.get 18
-            i16x8.add
             local.set 19
+            local.get 18
             local.get 19
-            local.get 13
-            i32x4.extmul_low_i16x8_u
-            i32.const 17
-            i32x4.shr_u
-            local.get 19
-            local.get 13
-            i32x4.extmul_high_i16x8_u
-            i32.const 17
-            i32x4.shr_u
-            i16x8.narrow_i32x4_u
+            i16x8.add
             local.set 20
-            local.get 11
             local.get 20
+            local.get 13
+            i16x8.mul
+            local.tee 21
+            local.get 14
+            i16x8.add
+            local.tee 22
+            local.get 14
+            i16x8.add
+            local.get 22
+            i16x8.min_u
+            local.get 21
+            i16x8.min_u
+            local.set 23
+            local.get 11
+            local.get 23
             v128.store align=1
             local.get 11
             i32.const 16

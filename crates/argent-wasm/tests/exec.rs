@@ -276,6 +276,71 @@ fn div_mod_by_constants_in_vectors() {
     check_cases(&batch);
 }
 
+/// `x / (3 * 2^k)` and `x % (3 * 2^k)` take a shortcut through the
+/// inverse of 3 modulo 2^16 or 2^32 (`div_mod_unsigned_by_three`): every
+/// u8 and u16 value, and u32 values around each place where the three
+/// candidates of the shortcut change order, give the exact quotient and
+/// remainder.
+#[test]
+fn unsigned_division_by_three_times_powers_of_two_is_exact_for_every_value() {
+    let mut batch = Vec::new();
+    let mut expected = Vec::new();
+    let u8_values: Vec<u64> = (0..256).collect();
+    let u16_values: Vec<u64> = (0..65536).collect();
+    let mut u32_values: Vec<u64> = Vec::new();
+    for centre in [0u64, 0x5555_5555, 0xAAAA_AAAA, 1 << 31, 0xFFFF_FFFF] {
+        for d in 0..48u64 {
+            u32_values.push(centre.wrapping_add(d).wrapping_sub(24) & 0xFFFF_FFFF);
+        }
+    }
+    let random = random_bytes(4 * 1024, 31);
+    u32_values.extend(
+        random
+            .chunks(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as u64),
+    );
+    for (ty, lanes, values, divisors) in [
+        (
+            Type::U8,
+            16,
+            &u8_values,
+            &[3i64, 6, 12, 24, 48, 96, 192][..],
+        ),
+        (Type::U16, 8, &u16_values, &[3, 6, 12, 48, 3 << 14][..]),
+        (Type::U16, 16, &u16_values, &[3, 24][..]),
+        (Type::U32, 4, &u32_values, &[3, 6, 3 << 20, 3 << 29][..]),
+        (Type::U32, 8, &u32_values, &[3, 12][..]),
+    ] {
+        let bytes: Vec<u8> = values
+            .iter()
+            .flat_map(|&v| v.to_le_bytes()[..ty.bytes()].to_vec())
+            .collect();
+        for &c in divisors {
+            let n = bytes.len();
+            let bufs = vec![
+                typed(bytes.clone(), ty.bytes()),
+                typed(vec![0; n], ty.bytes()),
+                typed(vec![0; n], ty.bytes()),
+            ];
+            batch.push(case(divmod_const(ty, c, lanes), bufs, vec![]));
+            expected.push((ty, c, values));
+        }
+    }
+    let outputs = check_cases(&batch);
+    for ((ty, c, values), out) in expected.into_iter().zip(outputs) {
+        let read = |bytes: &[u8], i: usize| {
+            let mut lane = [0u8; 8];
+            lane[..ty.bytes()].copy_from_slice(&bytes[i * ty.bytes()..(i + 1) * ty.bytes()]);
+            u64::from_le_bytes(lane)
+        };
+        for (i, &x) in values.iter().enumerate() {
+            let c = c as u64;
+            assert_eq!(read(&out[1], i), x / c, "{ty:?}: {x} / {c}");
+            assert_eq!(read(&out[2], i), x % c, "{ty:?}: {x} % {c}");
+        }
+    }
+}
+
 #[test]
 fn vectorised_blur_u16() {
     for lanes in [8, 16, 4] {
