@@ -16,7 +16,7 @@
 //
 // Usage (after `cargo xtask bench`, which links bench/build/halide_*.wasm,
 // and scripts/build-web.sh):
-//   node --no-liftoff bench/halide-ab.mjs [--blocks N] [--runs N] [--only NAME,...]
+//   node --no-liftoff bench/halide-ab.mjs [--blocks N] [--runs N] [--only NAME,...] [--processes N]
 // Defaults: 9 pairs of blocks of 5 runs (3 for local Laplacian).
 import { existsSync, readFileSync } from "node:fs";
 import { loadavg } from "node:os";
@@ -24,13 +24,22 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { commandLine } from "./args.mjs";
 import { loadHalide } from "./halide-module.mjs";
-import { median, pairedBlocks, quartiles } from "./paired.mjs";
+import { acrossProcesses, median, pairedBlocks, quartiles } from "./paired.mjs";
 import { noisePixels } from "./pixels.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repo = resolve(here, "..");
 const argent = await import(pathToFileURL(join(repo, "web", "dist", "index.js")).href);
 const { option } = commandLine();
+// --processes N: the whole measurement in N fresh processes, one table of
+// the ratios' median across them (see `acrossProcesses`).
+const processes = Number(option("--processes", "1"));
+if (processes > 1) {
+  const argv = process.argv.slice(2);
+  argv.splice(argv.indexOf("--processes"), 2);
+  await acrossProcesses(fileURLToPath(import.meta.url), argv, processes);
+  process.exit(0);
+}
 const blocks = Number(option("--blocks", "9"));
 const runsPerBlock = Number(option("--runs", "5"));
 const only = option("--only", null)?.split(",");

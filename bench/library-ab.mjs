@@ -15,7 +15,7 @@
 // other library's block and wakes them by message.
 //
 // Usage (after scripts/build-web.sh and `npm ci` in bench/):
-//   node --no-liftoff bench/library-ab.mjs [--blocks N] [--runs N] [--threads 1,2]
+//   node --no-liftoff bench/library-ab.mjs [--blocks N] [--runs N] [--threads 1,2] [--processes N]
 // Defaults: 15 blocks of 7 runs each, 1 thread and all cores.
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -23,7 +23,7 @@ import { availableParallelism, loadavg } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { commandLine } from "./args.mjs";
-import { median, pairedBlocks, quartiles, wallTime } from "./paired.mjs";
+import { acrossProcesses, median, pairedBlocks, quartiles, wallTime } from "./paired.mjs";
 import { noisePixels } from "./pixels.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -31,6 +31,15 @@ const repo = resolve(here, "..");
 const require = createRequire(import.meta.url);
 const argent = await import(pathToFileURL(join(repo, "web", "dist", "index.js")).href);
 const { option } = commandLine();
+// --processes N: the whole measurement in N fresh processes, one table of
+// the ratios' median across them (see `acrossProcesses`).
+const processes = Number(option("--processes", "1"));
+if (processes > 1) {
+  const argv = process.argv.slice(2);
+  argv.splice(argv.indexOf("--processes"), 2);
+  await acrossProcesses(fileURLToPath(import.meta.url), argv, processes);
+  process.exit(0);
+}
 const blocks = Number(option("--blocks", "15"));
 const runsPerBlock = Number(option("--runs", "7"));
 const threadCounts = option("--threads", `1,${availableParallelism()}`)

@@ -44,3 +44,48 @@ export async function pairedBlocks(first, second, { blocks, runs }) {
   }
   return medians;
 }
+
+/**
+ * Runs this bench script again in `processes` child processes, one after
+ * the other (with the same Node flags and the arguments `argv`), and prints
+ * one table of the median, over the processes, of each row's paired ratio
+ * (the bold `**N.NNx**` cell), with the lowest and highest.
+ *
+ * Why: the same module runs at different speeds in different processes on
+ * this machine (the strip blur's module alone took 2.5 to 4.5 ms from one
+ * process to the next, steady within each; where the memory lands seems to
+ * decide it), so one process's pairs, however many, measure one draw of
+ * both sides' placement. Ratios taken across processes average the draws.
+ */
+export async function acrossProcesses(script, argv, processes) {
+  const { spawnSync } = await import("node:child_process");
+  const rows = new Map();
+  let header = null;
+  for (let p = 0; p < processes; p++) {
+    const child = spawnSync(process.execPath, [...process.execArgv, script, ...argv], { encoding: "utf8" });
+    if (child.status !== 0) throw new Error(`${script} failed in process ${p + 1}:\n${child.stderr}`);
+    for (const line of child.stdout.split("\n")) {
+      if (p === 0 && !line.startsWith("|")) console.log(`(process 1) ${line}`);
+      const ratio = /\*\*([0-9.]+)x\*\*/.exec(line);
+      if (!line.startsWith("|")) continue;
+      if (!ratio) {
+        if (!line.startsWith("|---")) header ??= line.split("|").slice(1, -1).map((c) => c.trim());
+        continue;
+      }
+      const cells = line.split("|").slice(1, -1).map((c) => c.trim());
+      const key = cells.slice(0, cells.findIndex((c) => c.startsWith("**")) - 2).join(" | ");
+      if (!rows.has(key)) rows.set(key, []);
+      rows.get(key).push(Number(ratio[1]));
+    }
+  }
+  const keyColumns = header ? header.slice(0, [...rows.keys()][0]?.split(" | ").length ?? 1) : ["workload"];
+  console.log(`${processes} processes; ratio = median over the processes of each process's paired median`);
+  console.log(`| ${keyColumns.join(" | ")} | ratio median | lowest-highest | per process |`);
+  console.log(`|${keyColumns.map(() => "---|").join("")}---|---|---|`);
+  for (const [key, ratios] of rows) {
+    const sorted = [...ratios].sort((a, b) => a - b);
+    console.log(
+      `| ${key} | **${median(ratios).toFixed(2)}x** | ${sorted[0].toFixed(2)}-${sorted.at(-1).toFixed(2)}x | ${ratios.map((r) => r.toFixed(2)).join(" ")} |`,
+    );
+  }
+}

@@ -1,6 +1,6 @@
 //! Differential test over random *programs*: random algorithms written in
-//! the source language (one or two typed inputs of different sizes under
-//! boundary conditions, one to
+//! the source language (one to three typed inputs of different sizes under
+//! boundary conditions or, for gray images, ParaC border rules, one to
 //! three stages of random arithmetic over stencil taps, casts, saturating
 //! casts, selects, the widening and averaging shapes the SIMD peepholes
 //! look for; inline reductions with `argmin`/`argmax` and rdom
@@ -386,6 +386,10 @@ struct Program {
     /// `Some(n)`: the input and every func are `(x, y, c)` with `n`
     /// channels, stored interleaved (`c` innermost, as canvas RGBA).
     channels: Option<i64>,
+    /// The border block of a program with ParaC border rules, and the
+    /// boundary condition line that replaces it when the program reads
+    /// farther out than the rules' width.
+    border: Option<(String, String)>,
 }
 
 fn random_program(rng: &mut Rng) -> Program {
@@ -403,15 +407,33 @@ fn random_program(rng: &mut Rng) -> Program {
     } else {
         "x, y"
     };
-    let mut source = format!("input {input} in({args})\nb = {boundary}\n");
+    // Gray programs sometimes replace the boundary condition with ParaC
+    // border rules (`check_random_programs` falls back to the boundary
+    // condition when the program reads farther out than the rules' width).
+    let border = channels.is_none().then(|| random_border(rng)).flatten();
+    let mut source = format!("input {input} in({args})\n");
+    match &border {
+        Some(rules) => source.push_str(rules),
+        None => source.push_str(&format!("b = {boundary}\n")),
+    }
+    let fallback = format!("b = {boundary}\n");
     // Sometimes a second input (a mask, a second image) of another type
-    // and size, under its own boundary condition.
-    let second = (rng.below(4) == 0).then(|| {
-        let ty = *rng.pick(&TYPES);
-        let condition = *rng.pick(&["repeat_edge", "mirror_interior", "repeat_image"]);
-        source.push_str(&format!("input {ty} m({args})\nb2 = {condition}(m)\n"));
-        ty
-    });
+    // and size, under its own boundary condition, and then sometimes a
+    // third.
+    let mut more_inputs = Vec::new();
+    if rng.below(4) == 0 {
+        for (name, func) in [("m", "b2"), ("m2", "b3")] {
+            let ty = *rng.pick(&TYPES);
+            let condition = *rng.pick(&["repeat_edge", "mirror_interior", "repeat_image"]);
+            source.push_str(&format!(
+                "input {ty} {name}({args})\n{func} = {condition}({name})\n"
+            ));
+            more_inputs.push((func.to_string(), ty));
+            if rng.below(3) != 0 {
+                break;
+            }
+        }
+    }
     let rdom = rng.below(3) == 0;
     if rdom {
         // Sometimes with a predicate: reductions skip some points.
@@ -459,9 +481,7 @@ fn random_program(rng: &mut Rng) -> Program {
         );
     }
     let mut funcs = vec![("b".to_string(), input)];
-    if let Some(ty) = second {
-        funcs.push(("b2".to_string(), ty));
-    }
+    funcs.extend(more_inputs);
     let mut sources = Sources {
         funcs,
         channels,
@@ -526,7 +546,71 @@ fn random_program(rng: &mut Rng) -> Program {
         source,
         outputs: outputs.iter().map(|&k| types[k]).collect(),
         channels,
+        border: border.map(|rules| (rules, fallback)),
     }
+}
+
+/// ParaC border rules `b` over the gray input `in`, one time in four (the
+/// rules take the input's type; literals adapt to it): a random width of 1 to 3 pixels per dimension, a rule
+/// for every side pixel and every corner, each a random value read from
+/// the image's first or last rows and columns (or a literal).
+fn random_border(rng: &mut Rng) -> Option<String> {
+    if rng.below(4) != 0 {
+        return None;
+    }
+    let (wx, wy) = (1 + rng.below(3) as i64, 1 + rng.below(3) as i64);
+    // A read `j` pixels into the image from its first (`+` false) or last
+    // edge along `dim`, with `*` for the other coordinate.
+    let read = |rng: &mut Rng, dim: usize, far: bool| {
+        let j = rng.below(3);
+        let extent = ["in.width", "in.height"][dim];
+        let at = if far {
+            format!("{extent} - {}", j + 1)
+        } else {
+            j.to_string()
+        };
+        if dim == 0 {
+            format!("in({at}, *)")
+        } else {
+            format!("in(*, {at})")
+        }
+    };
+    let value = |rng: &mut Rng, dim: usize, far: bool| match rng.below(5) {
+        0 => format!("{}", rng.below(7)),
+        1 => format!("{} + {}", read(rng, dim, far), read(rng, dim, far)),
+        2 => format!("{} - {}", read(rng, dim, far), read(rng, dim, far)),
+        _ => read(rng, dim, far),
+    };
+    let mut rules = format!("border b = in width ({wx}, {wy}) {{\n");
+    for k in 1..=wx {
+        for far in [false, true] {
+            let side = if far { "+" } else { "-" };
+            rules.push_str(&format!("  ({side}{k}, *) = {}\n", value(rng, 0, far)));
+        }
+    }
+    for k in 1..=wy {
+        for far in [false, true] {
+            let side = if far { "+" } else { "-" };
+            rules.push_str(&format!("  (*, {side}{k}) = {}\n", value(rng, 1, far)));
+        }
+    }
+    for i in 1..=wx {
+        for j in 1..=wy {
+            for (sx, sy) in [("-", "-"), ("-", "+"), ("+", "-"), ("+", "+")] {
+                let corner = match rng.below(3) {
+                    0 => format!("{}", rng.below(9)),
+                    _ => {
+                        let x = if sx == "+" { "in.width - 1" } else { "0" };
+                        let y = if sy == "+" { "in.height - 1" } else { "0" };
+                        format!("in({x}, {y})")
+                    }
+                };
+                rules.push_str(&format!("  ({sx}{i}, {sy}{j}) = {corner}\n"));
+            }
+        }
+    }
+    rules.push_str("}\n");
+    Some(rules)
 }
 
 /// An update definition of the stage `f` (of type `ty`): a reduction
@@ -716,6 +800,7 @@ fn check_random_programs() {
     let count = env("ARGENT_RANDOM_PROGRAMS", 150);
     let mut cases = Vec::new();
     let mut refused = 0;
+    let mut bordered = 0;
     for seed in first..first + count {
         let mut rng = Rng::new(seed);
         let mut program = random_program(&mut rng);
@@ -725,6 +810,18 @@ fn check_random_programs() {
         if let Some(path) = &own {
             program.source =
                 std::fs::read_to_string(path).expect("ARGENT_PROGRAM_FILE is readable");
+        }
+        // Border rules that the program reads beyond (E0503) give way to
+        // the boundary condition.
+        if let Some((rules, fallback)) = &program.border
+            && let Err(e) = argent_lang::compile(&program.source)
+            && e.0.iter().any(|d| d.code == "E0503")
+        {
+            program.source = program.source.replacen(rules.as_str(), fallback, 1);
+            program.border = None;
+        }
+        if program.border.is_some() {
+            bordered += 1;
         }
         let mut pipeline = argent_lang::compile(&program.source).unwrap_or_else(|e| {
             panic!(
@@ -808,10 +905,10 @@ fn check_random_programs() {
             .iter()
             .enumerate()
             .map(|(k, i)| {
-                let (extents, mins) = if k == 0 {
-                    ([WIDTH - 5, HEIGHT + 3], [2, -2, 0])
-                } else {
-                    ([WIDTH + 2, HEIGHT - 4], [-3, 1, 0])
+                let (extents, mins) = match k {
+                    0 => ([WIDTH - 5, HEIGHT + 3], [2, -2, 0]),
+                    1 => ([WIDTH + 2, HEIGHT - 4], [-3, 1, 0]),
+                    _ => ([WIDTH - 2, HEIGHT + 1], [1, 0, 0]),
                 };
                 let extents = [&extents[..], &channels].concat();
                 let mins = mins[..extents.len()].to_vec();
@@ -1054,5 +1151,11 @@ fn check_random_programs() {
     assert!(
         refused * 10 <= count,
         "{refused} of {count} programs were refused: the check checks too little"
+    );
+    // About one program in twelve is gray with border rules; most of them
+    // read within the rules' width.
+    assert!(
+        count < 100 || bordered * 40 >= count,
+        "only {bordered} of {count} programs kept their border rules"
     );
 }
