@@ -33,6 +33,7 @@ export type RunErrorKind =
   | "allocation-too-large"
   | "param-out-of-range"
   | "bad-layout"
+  | "region-overflow"
   | "assertion"
   | "bad-input"
   | "bad-param"

@@ -119,6 +119,7 @@ export type AssertKind =
   | { kind: "allocationTooLarge"; buffer: string }
   | { kind: "paramOutOfRange"; param: string }
   | { kind: "strideNotOne"; buffer: string }
+  | { kind: "regionOverflow"; region: string }
   | { kind: "other"; message: string };
 
 /** How to call a generated module (argent-wasm's `Abi`, see its crate docs). */

@@ -1371,6 +1371,13 @@ export class Pipeline {
           "bad-layout",
           `buffer \`${check.buffer}\` must have stride 1 in x (its rows must be contiguous), but its stride there is ${values[0]}`,
         );
+      case "regionOverflow":
+        // A region computed exactly (not wrapped) that passes 2^31: the
+        // image sizes or the parameters' ranges are too large for it.
+        return new ArgentRunError(
+          "region-overflow",
+          `${check.region} does not fit in 32-bit coordinates: with these image sizes and the parameters' values (or the ranges they declare), its bounds pass 2^31`,
+        );
       case "other":
         return new ArgentRunError("assertion", check.message);
     }

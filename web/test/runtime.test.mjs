@@ -437,6 +437,27 @@ schedule {
     pipeline.dispose();
   });
 
+  test("a region that passes 2^31 is reported before anything runs, not wrapped into one that fits", async () => {
+    // 99 * 43383509 wraps to 95 in i32: the read region used to pass the
+    // check on a 1000-pixel input and the loop then trapped.
+    const pipeline = await runtime.compile(`
+input u8 in(x, y)
+param i32 k = 1 in 1 .. 43383509
+out(x, y) = in(x * k, y)
+output out
+`);
+    const input = grayImage(1000, 2);
+    await assert.rejects(
+      pipeline.run({ inputs: { in: input }, params: { k: 30000000 }, outputSize: { width: 100, height: 2 } }),
+      (e) =>
+        e instanceof ArgentRunError &&
+        e.kind === "region-overflow" &&
+        /input `in` that stage `out` reads in dimension 0/.test(e.message) &&
+        /32-bit/.test(e.message),
+    );
+    pipeline.dispose();
+  });
+
   test("a wrong channel count is reported", async () => {
     const gray = await runtime.compile(SCALE);
     const rgba = { data: new Uint8Array(8 * 8 * 4), width: 8, height: 8, channels: 4 };

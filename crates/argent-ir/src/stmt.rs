@@ -41,6 +41,9 @@ pub struct Range {
     pub extent: Expr,
 }
 
+/// What a [`AssertKind::RegionOverflow`] says after naming the region.
+pub const REGION_OVERFLOW: &str = "does not fit in 32-bit coordinates: with these image sizes and the parameters' values (or the ranges they declare), its bounds pass 2^31";
+
 /// What a failed run-time check means; backends turn it into an error code
 /// and the runtime into a message. `Stmt::Assert::args` carries the values
 /// the message needs, in the order documented on each variant.
@@ -67,6 +70,11 @@ pub enum AssertKind {
     /// contiguous rows (as Halide assumes of its buffers by default), and
     /// only images with channels may be interleaved. args: the stride given.
     StrideNotOne { buffer: String },
+    /// A region that bounds inference checks passes 2^31 in some
+    /// coordinate (computed exactly, see argent-wasm's `exact.rs`):
+    /// `region` says which ("the region of input `in` that stage `out`
+    /// reads in dimension 0"). No args.
+    RegionOverflow { region: String },
     /// Any other check; the string explains it.
     Other(String),
 }
@@ -207,6 +215,7 @@ impl AssertKind {
                 "buffer `{buffer}` must have stride 1 in dimension 0 (its rows must be contiguous), but its stride there is {}",
                 arg(0)
             ),
+            AssertKind::RegionOverflow { region } => format!("{region} {REGION_OVERFLOW}"),
             AssertKind::Other(text) => text.clone(),
         }
     }

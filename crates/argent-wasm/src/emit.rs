@@ -227,6 +227,9 @@ pub(crate) struct FnBuilder<'c> {
     pub(crate) scalar_cache: Option<Vec<ScalarCached>>,
     /// The ranges of the scalar f32 lets in scope (see `float_range`).
     float_lets: Vec<(String, FloatRange)>,
+    /// The i64 locals of the lets in scope of an expression evaluated
+    /// exactly (see `exact.rs`).
+    pub(crate) exact_lets: Vec<(String, u32)>,
     /// Broadcasts of loop-invariant scalars computed before the loops that
     /// use them: the scalar, the lane width, and the v128 local holding it.
     pub(crate) hoisted_splats: Vec<(Expr, u8, u32)>,
@@ -378,6 +381,7 @@ impl<'c> FnBuilder<'c> {
             statement_scopes: 0,
             scalar_cache: None,
             float_lets: Vec::new(),
+            exact_lets: Vec::new(),
             hoisted_splats: Vec::new(),
             hoisted_vectors: Vec::new(),
             hoisted_scalars: FastHashMap::default(),
@@ -1471,7 +1475,13 @@ impl<'c> FnBuilder<'c> {
                 let mut bound = Vec::new();
                 let mut result = Ok(());
                 while let Stmt::LetStmt { name, value, body } = current {
-                    let binding = match self.bind_value(value) {
+                    // The named parts of checked regions are exact too.
+                    let binding = if name.contains(".checked_") && value.ty() == Type::I32 {
+                        self.bind_exact_let(name, value)
+                    } else {
+                        self.bind_value(value)
+                    };
+                    let binding = match binding {
                         Ok(binding) => binding,
                         Err(e) => {
                             result = Err(e);
@@ -1687,13 +1697,22 @@ impl<'c> FnBuilder<'c> {
     }
 
     /// Records a check and returns its status code.
-    fn register_assert(&mut self, kind: AssertKind, arg_types: Vec<Type>) -> i32 {
+    pub(crate) fn register_assert(&mut self, kind: AssertKind, arg_types: Vec<Type>) -> i32 {
         self.ctx.asserts.push(AssertInfo { kind, arg_types });
         self.ctx.asserts.len() as i32
     }
 
     fn assert(&mut self, cond: &Expr, kind: AssertKind, args: &[Expr]) -> Result<(), CodegenError> {
-        let code = self.register_assert(kind, args.iter().map(|a| a.ty()).collect());
+        let code = self.register_assert(kind.clone(), args.iter().map(|a| a.ty()).collect());
+        // Region checks compare exact values: a region past 2^31 must not
+        // wrap into one that passes.
+        if matches!(
+            kind,
+            AssertKind::InputTooSmall { .. } | AssertKind::OutputTooSmall { .. }
+        ) && args.iter().all(|a| a.ty() == Type::I32)
+        {
+            return self.exact_region_check(cond, &kind, args, code);
+        }
         self.expr(cond)?;
         self.emit(I::I32Eqz);
         self.emit(I::If(BlockType::Empty));

@@ -182,6 +182,7 @@
 //!   unexpanded.
 
 mod emit;
+mod exact;
 mod float_range;
 mod hoist;
 mod outline;

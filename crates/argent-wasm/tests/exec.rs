@@ -694,6 +694,73 @@ fn failed_assert_reports_which_and_its_arguments() {
     assert_eq!(out.status, 0);
 }
 
+/// `source` lowered under its own schedule.
+fn lowered_source(source: &str) -> Module {
+    let pipeline = argent_lang::compile(source).expect("the pipeline compiles");
+    argent_lower::lower::lower(&pipeline, &Default::default())
+        .expect("it lowers")
+        .module
+}
+
+/// A gray u8 image of `w x h` for `lowered_source` pipelines.
+fn gray(w: i32, h: i32, seed: u64) -> BufData {
+    BufData {
+        bytes: random_bytes((w * h) as usize, seed),
+        dims: vec![(0, w, 1), (0, h, w)],
+    }
+}
+
+/// The region an input must cover is compared exactly: with `k` declared
+/// up to 43,383,509, `in(x * k, y)` over 100 columns reaches x =
+/// 4,294,967,391, which wraps to 95 in `i32`. The check used to pass on a
+/// 1000-column input and the loop then read outside it (a trap); now the
+/// run fails before anything runs, naming the input and the stage. Index
+/// arithmetic of the program itself still wraps as the language defines:
+/// a hash of `x` under `repeat_edge` overflows on purpose, its region is
+/// the clamped one, and it runs as the interpreter says.
+#[test]
+fn region_checks_past_2_pow_31_fail_instead_of_wrapping() {
+    let wide = lowered_source(
+        "input u8 in(x, y)\nparam i32 k = 1 in 1 .. 43383509\nout(x, y) = in(x * k, y)\noutput out\n",
+    );
+    let compiled = compile(&wide, &SIMD).unwrap();
+    for k in [1u32, 30_000_000] {
+        let out = run_node(&compiled, &[gray(1000, 2, 3), gray(100, 2, 0)], &[k], 0, 1);
+        assert!(out.status > 0, "k = {k}: the run must fail, not trap");
+        match &compiled.abi.asserts[out.status as usize - 1].kind {
+            kind @ AssertKind::RegionOverflow { region } => {
+                assert_eq!(
+                    region,
+                    "the region of input `in` that stage `out` reads in dimension 0"
+                );
+                assert!(
+                    kind.message(&[])
+                        .contains("does not fit in 32-bit coordinates")
+                );
+            }
+            other => panic!("k = {k}: {other:?}"),
+        }
+        assert_eq!(out.buffers[1], gray(100, 2, 0).bytes, "nothing ran");
+    }
+
+    // The same read where the declared range keeps it inside: runs.
+    let narrow = lowered_source(
+        "input u8 in(x, y)\nparam i32 k = 1 in 1 .. 10\nout(x, y) = in(x * k, y)\noutput out\n",
+    );
+    check_cases(&[case(
+        narrow,
+        vec![gray(1000, 2, 3), gray(100, 2, 0)],
+        vec![V::I(7)],
+    )]);
+
+    // A hash of the coordinates under a boundary condition wraps on
+    // purpose; the region it reads is the clamped one.
+    let hashed = lowered_source(
+        "input u8 in(x, y)\nb = repeat_edge(in)\nout(x, y) = b(x * 1103515245 + 12345, y)\noutput out\n",
+    );
+    check_cases(&[case(hashed, vec![gray(64, 3, 5), gray(64, 3, 0)], vec![])]);
+}
+
 /// `examples/NAME.ag` lowered under its own schedule.
 fn lowered_example(name: &str) -> Module {
     let path = format!("{}/../../examples/{name}.ag", env!("CARGO_MANIFEST_DIR"));

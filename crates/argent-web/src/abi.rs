@@ -62,6 +62,9 @@ fn assert_kind_json(kind: &AssertKind) -> Value {
         AssertKind::StrideNotOne { buffer } => {
             json!({ "kind": "strideNotOne", "buffer": buffer })
         }
+        AssertKind::RegionOverflow { region } => {
+            json!({ "kind": "regionOverflow", "region": region })
+        }
         AssertKind::Other(message) => json!({ "kind": "other", "message": message }),
     }
 }
