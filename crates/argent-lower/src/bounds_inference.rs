@@ -43,6 +43,14 @@ struct BoxFinder<'a> {
     result: Option<Box_>,
 }
 
+/// Whether `e` reads input `name` (not a func of that name).
+fn reads_input(e: &Expr, name: &str) -> bool {
+    argent_ir::visit::expr_any(
+        e,
+        |x: &Expr| matches!(x.kind(), ExprKind::Call { target: CallTarget::Input(n), .. } if n == name),
+    )
+}
+
 /// The lets among `named` that `used` (and the lets they use) need, in
 /// order.
 fn needed_lets(named: &[(String, Expr)], used: &[Expr]) -> Vec<(String, Expr)> {
@@ -156,17 +164,29 @@ impl BoxFinder<'_> {
                 }
                 args.iter().for_each(|a| self.expr(a));
             }
-            // Each branch of a select only runs where its condition holds:
-            // narrow the variables the condition compares (this keeps the
-            // interior branch of a border rule from "reading" outside).
+            // Each branch of a select only counts where its condition
+            // holds: narrow the variables the condition compares (this
+            // keeps the interior branch of a border rule from "reading"
+            // outside). Only for inputs, whose region is checked, not
+            // allocated: vector code evaluates both branches of a select
+            // in every lane, so a func read in a branch is loaded where
+            // the condition fails too, and its buffer must hold those
+            // points (narrowed, `select(y <= 255, .., f(x, y))` left `f`
+            // an empty buffer that every row below 256 loaded from, far
+            // outside the memory: random programs seed 11458).
             ExprKind::Select {
                 cond,
                 then,
                 otherwise,
             } => {
                 self.expr(cond);
+                let narrows = reads_input(then, self.target) || reads_input(otherwise, self.target);
                 for (branch, positive) in [(then, true), (otherwise, false)] {
-                    let pushed = self.narrow(cond, positive);
+                    let pushed = if narrows {
+                        self.narrow(cond, positive)
+                    } else {
+                        0
+                    };
                     self.expr(branch);
                     for _ in 0..pushed {
                         self.scope.pop();

@@ -913,6 +913,7 @@ fn loops_list(b: &StageBand) -> String {
 pub fn build(pipeline: &Pipeline) -> Result<ScheduleTree, ScheduleError> {
     let pipeline = crate::separate_outputs::separate_read_outputs(pipeline);
     let pipeline = rfactor::apply_rfactors(&pipeline)?;
+    let pipeline = without_unused_funcs(&pipeline);
     let mut const_bounds: HashMap<String, HashMap<String, i64>> = HashMap::default();
     for d in &pipeline.schedule.directives {
         if let DirectiveKind::Bound { var, extent, .. } = &d.kind {
@@ -959,6 +960,55 @@ pub fn build(pipeline: &Pipeline) -> Result<ScheduleTree, ScheduleError> {
     };
     tree.root = tree_view(&tree);
     Ok(tree)
+}
+
+/// `pipeline` without the funcs that no output reads, directly or through
+/// other funcs, and without their directives: as in Halide, only what the
+/// outputs need is computed. (A func defined and never read used to be
+/// computed anyway, over a region no consumer bounded.) A func named as
+/// the `compute_at`/`store_at` consumer of a needed func stays, with what
+/// it reads; directives naming no func are left for `apply` to refuse.
+///
+/// Example: with `output f3`, `f2(x, y) = f1(x + 1, y)` and its directive
+/// `f2.vectorize(x, 8)` go; `f1` stays when `f3` reads it.
+fn without_unused_funcs(pipeline: &Pipeline) -> Pipeline {
+    let mut needed: BTreeSet<String> = pipeline.outputs.iter().cloned().collect();
+    loop {
+        // Callees come before callers, so one pass from the end finds
+        // every func the needed ones read.
+        for f in pipeline.funcs.iter().rev() {
+            if needed.contains(&f.name) {
+                for stage in 0..=f.updates.len() {
+                    needed.extend(stage_calls(f, stage));
+                }
+            }
+        }
+        let consumers: Vec<String> = pipeline
+            .schedule
+            .directives
+            .iter()
+            .filter(|d| needed.contains(&d.func))
+            .filter_map(|d| match &d.kind {
+                DirectiveKind::ComputeAt { consumer, .. }
+                | DirectiveKind::StoreAt { consumer, .. } => Some(consumer.clone()),
+                _ => None,
+            })
+            .filter(|c| !needed.contains(c))
+            .collect();
+        if consumers.is_empty() {
+            break;
+        }
+        needed.extend(consumers);
+    }
+    if pipeline.funcs.iter().all(|f| needed.contains(&f.name)) {
+        return pipeline.clone();
+    }
+    let mut out = pipeline.clone();
+    out.funcs.retain(|f| needed.contains(&f.name));
+    out.schedule
+        .directives
+        .retain(|d| needed.contains(&d.func) || pipeline.func(&d.func).is_none());
+    out
 }
 
 /// For each non-inlined stage, the funcs it reads (directly or through

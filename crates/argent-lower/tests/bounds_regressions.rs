@@ -209,3 +209,32 @@ fn scatters_through_every_boundary_condition_read_inside_the_image() {
         lowered_pipeline_matches_interpreter(condition, &p, &[21, 13]);
     }
 }
+
+/// Vector code evaluates both branches of a `select` in every lane, so a
+/// func read in one branch is loaded where the condition fails too: its
+/// buffer must hold those points. Narrowed by the condition, `g` below got
+/// the rows `y >= 256` of an 11-row output, an empty buffer, and the
+/// vectorised output loaded rows 0-10 of it anyway (random programs seed
+/// 11458 trapped that way). Inputs are still narrowed (they are checked,
+/// not allocated). A func that no output reads is not computed at all.
+#[test]
+fn funcs_read_under_a_select_hold_every_lane_the_select_loads() {
+    let source = "input u8 in(x, y)\nb = repeat_edge(in)\n\
+        g(x, y) = b(x + 1, y) + u8(3)\n\
+        unused(x, y) = g(x - 5, y) * u8(2)\n\
+        out(x, y) = select(y <= 255, b(x, y), g(x, y))\noutput out\n\
+        schedule {\n  g.compute_root()\n  unused.compute_root()\n  out.vectorize(x, 8)\n}\n";
+    let p = argent_lang::compile(source).expect("the pipeline compiles");
+    lowered_pipeline_matches_interpreter("select over a func", &p, &[21, 11]);
+    let lowered = lower(&p, &LowerOptions::default()).expect("it lowers");
+    let text = lowered.module.body.to_string();
+    assert!(
+        !text.contains("unused"),
+        "an unread func is computed:\n{text}"
+    );
+    // Narrowed, g's first row was `max(out.min.1, 256)`.
+    assert!(
+        !text.contains("256"),
+        "g's region is narrowed by the select:\n{text}"
+    );
+}
