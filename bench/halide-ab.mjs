@@ -24,7 +24,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { commandLine } from "./args.mjs";
 import { loadHalide } from "./halide-module.mjs";
-import { acrossProcesses, median, pairedBlocks, quartiles } from "./paired.mjs";
+import { acrossProcessesIfAsked, median, pairedBlocks, quartiles } from "./paired.mjs";
 import { noisePixels } from "./pixels.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -33,13 +33,7 @@ const argent = await import(pathToFileURL(join(repo, "web", "dist", "index.js"))
 const { option } = commandLine();
 // --processes N: the whole measurement in N fresh processes, one table of
 // the ratios' median across them (see `acrossProcesses`).
-const processes = Number(option("--processes", "1"));
-if (processes > 1) {
-  const argv = process.argv.slice(2);
-  argv.splice(argv.indexOf("--processes"), 2);
-  await acrossProcesses(fileURLToPath(import.meta.url), argv, processes);
-  process.exit(0);
-}
+await acrossProcessesIfAsked(option, import.meta.url);
 const blocks = Number(option("--blocks", "9"));
 const runsPerBlock = Number(option("--runs", "5"));
 const only = option("--only", null)?.split(",");

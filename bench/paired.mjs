@@ -89,3 +89,18 @@ export async function acrossProcesses(script, argv, processes) {
     );
   }
 }
+
+/**
+ * The `--processes N` option of a paired bench script: with N > 1, runs
+ * the script (`scriptUrl`, its `import.meta.url`) N times through
+ * `acrossProcesses`, without that option, and exits; otherwise returns.
+ */
+export async function acrossProcessesIfAsked(option, scriptUrl) {
+  const processes = Number(option("--processes", "1"));
+  if (processes <= 1) return;
+  const { fileURLToPath } = await import("node:url");
+  const argv = process.argv.slice(2);
+  argv.splice(argv.indexOf("--processes"), 2);
+  await acrossProcesses(fileURLToPath(scriptUrl), argv, processes);
+  process.exit(0);
+}

@@ -3093,8 +3093,9 @@ impl FnBuilder<'_> {
     /// `[21846, 43690]` when `r = 2` (and the same pattern for N = 32 with
     /// `inv = 0xAAAAAAAB`). Adding `s = 21845` (`0x5555_5555`) once and
     /// twice wraps the two wrong candidates above the right one, so
-    /// `q = min_u(m, m + s, m + 2s)`. The 16-bit case was checked for every
-    /// `x` (see the unit test below). 8-bit lanes are widened first.
+    /// `q = min_u(m, m + s, m + 2s)`. `tests/exec.rs` checks every u8 and
+    /// u16 value, and u32 values around each range's ends. 8-bit lanes are
+    /// widened first.
     fn div_mod_unsigned_by_three(
         &mut self,
         x: &VecVal,
