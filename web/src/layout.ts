@@ -141,7 +141,15 @@ export const BUFFER_ALIGN = 64;
  */
 export const BUFFER_OFFSET = 16;
 
-/** Headroom for intermediate buffers allocated before the first grow. */
+/**
+ * Headroom for intermediate buffers allocated before the first grow. It
+ * also keeps every input out of the last 64 KiB of the memory, which the
+ * generated code relies on: a speculative load (an input read in an arm of
+ * a vector `select`, where the arm's condition fails) whose address falls
+ * there or past the end reads address 0 instead (`SPECULATIVE_GUARD` in
+ * crates/argent-wasm/src/emit.rs). Inputs never start in the first 1 KiB
+ * either (`ARGS_OFFSET`).
+ */
 export const HEAP_HEADROOM = 1 << 20;
 
 /** The largest memory wasm32 can address. */

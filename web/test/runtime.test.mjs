@@ -90,6 +90,35 @@ out(x, y) = clamped(x, y - 1) / 2 + clamped(x, y + 1) / 2
 output out
 `;
 
+// An input read in a select arm needs to cover only the points where the
+// arm is taken; vector code loads the other lanes too, millions of pixels
+// away, and must neither trap nor use them.
+const FAR_ARMS = `
+input u8 in(x, y)
+out(x, y) = select(y > 1000, in(x, y - 1000), 3) + select(x < 1, in(x, y + x * 1000000), 9)
+output out
+schedule {
+  out.vectorize(x, 16).parallel(y)
+}
+`;
+
+function expectedFarArms(image) {
+  const { data, width, height } = image;
+  const out = new Uint8Array(width * height);
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) out[y * width + x] = 3 + (x < 1 ? data[y * width] : 9);
+  }
+  return Array.from(out);
+}
+
+test("input reads in untaken select arms, far outside the input, run without trapping", async () => {
+  const pipeline = await runtime.compile(FAR_ARMS);
+  const image = grayImage(45, 23);
+  const { outputs } = await pipeline.run({ inputs: { in: image } });
+  assert.deepEqual(Array.from(outputs.out.data), expectedFarArms(image));
+  pipeline.dispose();
+});
+
 describe("tiles mode (no SharedArrayBuffer)", () => {
   let tiles;
   before(async () => {
@@ -133,6 +162,14 @@ describe("tiles mode (no SharedArrayBuffer)", () => {
     assert.equal(result.outputs.out.channels, 3);
     assert.deepEqual(Array.from(result.outputs.out.data), Array.from(photo.data, (v) => v >> 1));
     color.dispose();
+  });
+
+  test("strips run input reads in untaken select arms without trapping", async () => {
+    const pipeline = await tiles.compile(FAR_ARMS);
+    const image = grayImage(45, 23);
+    const { outputs } = await pipeline.run({ inputs: { in: image } });
+    assert.deepEqual(Array.from(outputs.out.data), expectedFarArms(image));
+    pipeline.dispose();
   });
 
   test("strips are joined straight into the caller's array", async () => {

@@ -28,9 +28,12 @@ export async function loadModule(out, W, H, C, settings, { shared = false } = {}
   const ARGS = 8192;
   const argsSize = Number(abi.find((l) => l[0] === "args")[1]);
   let cursor = (ARGS + argsSize + 15) & ~15;
+  // Past the last buffer: 64 KiB the generated code needs free of inputs
+  // (SPECULATIVE_GUARD in emit.rs), and room for padding.
+  const tail = 65536 + 1024;
   const need = (bytes) => {
     const have = memory.buffer.byteLength;
-    if (cursor + bytes + 1024 > have) memory.grow(Math.ceil((cursor + bytes + 1024 - have) / 65536));
+    if (cursor + bytes + tail > have) memory.grow(Math.ceil((cursor + bytes + tail - have) / 65536));
   };
   let seed = 12345;
   const dv = () => new DataView(memory.buffer);

@@ -13,8 +13,8 @@ use crate::{
 use argent_ir::fast_hash::{FastHashMap, FastHashSet};
 use argent_ir::visit::{Visitor, walk_expr, walk_stmt};
 use argent_ir::{
-    AssertKind, BinOp, CallTarget, Expr, ExprKind, ForKind, Intrinsic, Module, Stmt, Type,
-    TypeKind, UnaryOp,
+    AssertKind, BinOp, BufferRole, CallTarget, Expr, ExprKind, ForKind, Intrinsic, Module, Stmt,
+    Type, TypeKind, UnaryOp,
 };
 use wasm_encoder::{
     BlockType, CodeSection, ConstExpr, Encode, EntityType, ExportKind, ExportSection, Function,
@@ -28,6 +28,17 @@ const TYPE_TASK: u32 = 1;
 const TYPE_PARALLEL_FOR: u32 = 2;
 /// The first type of an outlined loop's function (see `outline.rs`).
 const FIRST_OUTLINED_TYPE: u32 = 3;
+
+/// The bytes at the end of the memory where the runtime places no input:
+/// a speculative load (see `FnBuilder::guard_speculative`) whose address
+/// falls there or beyond reads at address 0 instead. Part of the ABI (see
+/// `web/src/layout.ts`, `HEAP_HEADROOM`).
+pub const SPECULATIVE_GUARD: u32 = 65536;
+
+/// The widest vector `select` whose arms load inputs that is computed with
+/// vectors when its condition varies across lanes (see
+/// `FnBuilder::guard_speculative`); a wider one is computed lane by lane.
+pub(crate) const MAX_SPECULATIVE_LANES: u16 = 64;
 
 /// Bytes of padding after every heap block, so that SIMD loads that read a
 /// little past the last element stay inside memory.
@@ -179,6 +190,11 @@ pub(crate) struct BufBinding {
     pub name: String,
     pub base: u32,
     pub ty: Type,
+    /// Whether this is an input: bounds inference narrows an input's
+    /// region by the condition of a `select` that reads it, so vector
+    /// code, which evaluates both arms, may load outside the region the
+    /// input was checked to cover (see `FnBuilder::guard_speculative`).
+    pub input: bool,
 }
 
 /// Builds one function.
@@ -242,6 +258,10 @@ pub(crate) struct FnBuilder<'c> {
     pub(crate) hoisted_scalars: FastHashMap<usize, (Expr, u32)>,
     /// Accesses whose address is mostly computed before their loop.
     pub(crate) hoisted_addresses: Vec<crate::hoist::HoistedAddress>,
+    /// How many arms of vector `select`s that read inputs enclose the code
+    /// being emitted: the loads of inputs there are speculative (see
+    /// `guard_speculative`).
+    pub(crate) speculative: u32,
 }
 
 pub(crate) fn mem(offset: u64, align: u32) -> MemArg {
@@ -386,6 +406,7 @@ impl<'c> FnBuilder<'c> {
             hoisted_vectors: Vec::new(),
             hoisted_scalars: FastHashMap::default(),
             hoisted_addresses: Vec::new(),
+            speculative: 0,
         }
     }
 
@@ -756,14 +777,65 @@ impl<'c> FnBuilder<'c> {
     /// Pushes the byte address of `buf[index]` minus the returned constant
     /// offset (which the caller puts in the memarg).
     pub fn address(&mut self, buf: &BufBinding, index: &Expr) -> Result<u64, CodegenError> {
-        if let Some((pointer, offset)) = self.hoisted_pointer_address(buf, index) {
+        let offset = if let Some((pointer, offset)) = self.hoisted_pointer_address(buf, index) {
             self.emit(I::LocalGet(pointer));
-            return Ok(offset);
+            offset
+        } else {
+            let (dynamic, offset) = split_constant_offset(index);
+            let shift = log2_bytes(buf.ty);
+            self.push_byte_address(buf.base, &dynamic, shift)?;
+            (offset as u64) << shift
+        };
+        Ok(self.guard_speculative(buf, offset))
+    }
+
+    /// Whether `e` loads from an input.
+    pub(crate) fn loads_input(&self, e: &Expr) -> bool {
+        argent_ir::visit::expr_any(e, |x: &Expr| {
+            matches!(x.kind(), ExprKind::Load { buffer, .. }
+                if self.buffer(buffer).is_ok_and(|b| b.input))
+        })
+    }
+
+    /// Makes the address on the stack (to be used with memarg `offset`)
+    /// safe to load from when the load is speculative: a load of an input
+    /// inside an arm of a vector `select`. Bounds inference narrows an
+    /// input's region by the condition of the arm that reads it (`select(y
+    /// > 1000, in(x, y - 1000), 0)` needs no rows of `in` below 1001), so
+    /// the input is only checked to cover that; vector code evaluates both
+    /// arms in every lane, and where the condition fails the address may
+    /// lie anywhere, outside the memory too.
+    ///
+    /// The offset joins the address (wrapping, as the index arithmetic
+    /// does), which is replaced by 0 when it is at or past the last
+    /// [`SPECULATIVE_GUARD`] bytes of the memory (a negative one wraps past
+    /// them). No lane whose value is used moves: the runtime places inputs
+    /// only from byte 1024 on and never in those last bytes, and one access
+    /// spans at most 1 KiB from its address (at most
+    /// [`MAX_SPECULATIVE_LANES`] lanes of up to 4 bytes, 4 channels
+    /// apart), so an access that starts there cannot reach an input even
+    /// by wrapping past 4 GiB. Returns the memarg offset to use (0 when
+    /// guarded).
+    pub(crate) fn guard_speculative(&mut self, buf: &BufBinding, offset: u64) -> u64 {
+        if self.speculative == 0 || !buf.input {
+            return offset;
         }
-        let (dynamic, offset) = split_constant_offset(index);
-        let shift = log2_bytes(buf.ty);
-        self.push_byte_address(buf.base, &dynamic, shift)?;
-        Ok((offset as u64) << shift)
+        if offset > 0 {
+            self.emit(I::I32Const(offset as i32));
+            self.emit(I::I32Add);
+        }
+        let address = self.local(ValType::I32);
+        self.emit(I::LocalTee(address));
+        self.emit(I::I32Const(0));
+        self.emit(I::LocalGet(address));
+        self.emit(I::MemorySize(0));
+        self.emit(I::I32Const(16));
+        self.emit(I::I32Shl);
+        self.emit(I::I32Const(SPECULATIVE_GUARD as i32));
+        self.emit(I::I32Sub);
+        self.emit(I::I32LtU);
+        self.emit(I::Select);
+        0
     }
 
     /// When the address of `buf[index]` is a pointer hoisted out of the
@@ -2002,6 +2074,7 @@ impl<'c> FnBuilder<'c> {
             name: buffer.to_string(),
             base,
             ty: elem,
+            input: false,
         });
         let r = self.stmt(body);
         self.buffers.pop();
@@ -2226,6 +2299,7 @@ impl<'c> FnBuilder<'c> {
                     name: b.name.clone(),
                     base,
                     ty: b.ty,
+                    input: b.input,
                 });
             }
             task.scopes.push((
@@ -2459,6 +2533,7 @@ fn bind_arguments(
             name: b.name.clone(),
             base,
             ty: b.ty.element(),
+            input: b.role == BufferRole::Input,
         });
         for d in 0..b.dims {
             for (k, field) in ["min", "extent", "stride"].into_iter().enumerate() {

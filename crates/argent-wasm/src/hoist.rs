@@ -290,9 +290,19 @@ impl FnBuilder<'_> {
     ) -> Result<usize, CodegenError> {
         /// The (buffer, index) of every access, and the buffers allocated
         /// inside the body (whose base moves).
-        #[derive(Default)]
-        struct Accesses {
-            found: Vec<(String, Expr)>,
+        struct Accesses<'b> {
+            /// Each access's buffer and index, and whether every
+            /// occurrence is speculative (see `arms`).
+            found: Vec<(String, Expr, bool)>,
+            /// Whether a buffer is an input.
+            is_input: &'b dyn Fn(&str) -> bool,
+            /// How many arms of `select`s enclose the expression being
+            /// visited: a load of an input there is speculative. Bounds
+            /// inference narrows the input's region by the arm's
+            /// condition, so where the condition fails the address may
+            /// lie anywhere (a scalar arm then does not run, a vector one
+            /// guards it, see `guard_speculative`).
+            arms: u32,
             allocated: FastHashSet<String>,
             /// Scalar lets of the body (an index is often one): the value
             /// of each name, `None` where bindings of the name differ.
@@ -300,8 +310,9 @@ impl FnBuilder<'_> {
             /// Whether the body accesses memory with vectors.
             vector: bool,
         }
-        impl Accesses {
+        impl Accesses<'_> {
             fn add(&mut self, buffer: &str, index: &Expr) {
+                let speculative = self.arms > 0 && (self.is_input)(buffer);
                 self.vector |= index.ty().is_vector();
                 let index = match index.kind() {
                     ExprKind::Ramp { base, .. } if base.ty().is_scalar() => base,
@@ -309,13 +320,14 @@ impl FnBuilder<'_> {
                     _ => return,
                 };
                 let (dynamic, _) = split_constant_offset(index);
-                if self.found.len() < MAX_HOISTED
-                    && !self
-                        .found
-                        .iter()
-                        .any(|(b, e)| b == buffer && node_key(e) == node_key(&dynamic))
+                if let Some(seen) = self
+                    .found
+                    .iter_mut()
+                    .find(|(b, e, _)| b == buffer && node_key(e) == node_key(&dynamic))
                 {
-                    self.found.push((buffer.to_string(), dynamic));
+                    seen.2 &= speculative;
+                } else if self.found.len() < MAX_HOISTED {
+                    self.found.push((buffer.to_string(), dynamic, speculative));
                 }
             }
             /// Records a binding of `name`. The unrolled channels of one
@@ -332,11 +344,23 @@ impl FnBuilder<'_> {
                     .or_insert_with(|| Some(value.clone()));
             }
         }
-        impl Visitor for Accesses {
+        impl Visitor for Accesses<'_> {
             fn visit_expr(&mut self, e: &Expr) {
                 match e.kind() {
                     ExprKind::Load { buffer, index } => self.add(buffer, index),
                     ExprKind::Let { name, value, .. } => self.bind(name, value),
+                    ExprKind::Select {
+                        cond,
+                        then,
+                        otherwise,
+                    } => {
+                        self.visit_expr(cond);
+                        self.arms += 1;
+                        self.visit_expr(then);
+                        self.visit_expr(otherwise);
+                        self.arms -= 1;
+                        return;
+                    }
                     _ => {}
                 }
                 walk_expr(self, e);
@@ -353,14 +377,34 @@ impl FnBuilder<'_> {
                 walk_stmt(self, s);
             }
         }
-        let mut accesses = Accesses::default();
+        let inputs: FastHashSet<String> = self
+            .buffers
+            .iter()
+            .filter(|b| b.input)
+            .map(|b| b.name.clone())
+            .collect();
+        let is_input = |name: &str| inputs.contains(name);
+        let mut accesses = Accesses {
+            found: Vec::new(),
+            is_input: &is_input,
+            arms: 0,
+            allocated: FastHashSet::default(),
+            lets: FastHashMap::default(),
+            vector: false,
+        };
         accesses.visit_stmt(body);
         // Each access as `coefficient * var + invariant + constant`.
         // Accesses to one buffer that differ only in the constant (a
         // stencil's taps) share one pointer, started at the smallest
         // constant, and reach the others by non-negative memarg offsets.
+        // Only an access that runs, and is in bounds, on every iteration
+        // may start a pointer: a memarg offset is added without wrapping,
+        // so a pointer that wrapped below 0 would put the others past 4
+        // GiB. A speculative access joins a pointer at or below it, or
+        // keeps its own address arithmetic.
         struct Affine {
             buffer: String,
+            speculative: bool,
             index: Expr,
             coefficient: i64,
             invariant: Vec<(Expr, bool)>,
@@ -370,7 +414,7 @@ impl FnBuilder<'_> {
             constant: i64,
         }
         let mut affine_accesses: Vec<Affine> = Vec::new();
-        for (buffer, index) in accesses.found {
+        for (buffer, index, speculative) in accesses.found {
             if accesses.allocated.contains(&buffer) || index.ty() != argent_ir::Type::I32 {
                 continue;
             }
@@ -455,6 +499,7 @@ impl FnBuilder<'_> {
             printed.sort();
             affine_accesses.push(Affine {
                 buffer,
+                speculative,
                 index,
                 coefficient,
                 invariant,
@@ -477,12 +522,14 @@ impl FnBuilder<'_> {
             let (pointer, start_constant) = match shared {
                 Some(found) => found,
                 None => {
-                    let start_constant = affine_accesses
+                    let Some(start_constant) = affine_accesses
                         .iter()
-                        .filter(|b| same(b))
+                        .filter(|b| same(b) && !b.speculative)
                         .map(|b| b.constant)
                         .min()
-                        .unwrap_or(a.constant);
+                    else {
+                        continue;
+                    };
                     let mut invariant: Option<Expr> = None;
                     for (term, negate) in &a.invariant {
                         invariant = Some(match (invariant, negate) {
@@ -524,6 +571,9 @@ impl FnBuilder<'_> {
                     (pointer, start_constant)
                 }
             };
+            if a.constant < start_constant {
+                continue;
+            }
             self.hoisted_addresses.push(HoistedAddress {
                 key: node_key(&a.index),
                 buffer: a.buffer.clone(),
@@ -584,8 +634,14 @@ struct VectorFinder<'a, 'c> {
     bound: &'a FastHashSet<&'a str>,
     /// Buffers the body stores to (their loads may change).
     written: FastHashSet<String>,
-    found: Vec<Expr>,
+    /// The values to hoist, each with whether it lies in an arm of a
+    /// select that reads an input (its loads of inputs are then
+    /// speculative, see `guard_speculative`).
+    found: Vec<(Expr, bool)>,
     parts: usize,
+    /// How many arms of selects that read inputs enclose the expression
+    /// being scanned.
+    arms: u32,
 }
 
 impl VectorFinder<'_, '_> {
@@ -607,10 +663,10 @@ impl VectorFinder<'_, '_> {
             && !ty.is_bool()
             && self.found.len() < MAX_HOISTED_VECTORS
             && self.parts + parts <= MAX_HOISTED_PARTS
-            && !self.found.contains(e)
+            && !self.found.iter().any(|(f, _)| f == e)
         {
             self.parts += parts;
-            self.found.push(e.clone());
+            self.found.push((e.clone(), self.arms > 0));
         }
     }
 
@@ -627,6 +683,35 @@ impl VectorFinder<'_, '_> {
             // them may run before the loop.
             ExprKind::Select { cond, .. } if e.ty().is_scalar() => {
                 self.scan(cond);
+                return false;
+            }
+            // An input read in an arm of a vector select may be read
+            // where the arm's condition fails, outside the region checked
+            // (see `guard_speculative`): what moves out of an arm is
+            // computed with such loads guarded.
+            ExprKind::Select {
+                cond,
+                then,
+                otherwise,
+            } if self.builder.loads_input(then) || self.builder.loads_input(otherwise) => {
+                let invariant_cond = self.scan(cond);
+                self.arms += 1;
+                let invariant_then = self.scan(then);
+                let invariant_otherwise = self.scan(otherwise);
+                self.arms -= 1;
+                if invariant_cond && invariant_then && invariant_otherwise {
+                    return true;
+                }
+                if invariant_cond {
+                    self.record(cond);
+                }
+                self.arms += 1;
+                for (arm, invariant) in [(then, invariant_then), (otherwise, invariant_otherwise)] {
+                    if invariant {
+                        self.record(arm);
+                    }
+                }
+                self.arms -= 1;
                 return false;
             }
             _ => operands(e),
@@ -722,15 +807,21 @@ impl FnBuilder<'_> {
             written: written.0,
             found: Vec::new(),
             parts: 0,
+            arms: 0,
         };
         finder.visit(body);
         let found = finder.found;
         let mut count = 0;
-        for e in found {
+        for (e, speculative) in found {
+            if speculative && e.ty().lanes > crate::emit::MAX_SPECULATIVE_LANES {
+                continue;
+            }
             let outer = self.vector_cache.replace(Vec::new());
             let outer_gathers = std::mem::take(&mut self.statement_gathers);
             let outer_scopes = std::mem::replace(&mut self.statement_scopes, self.scopes.len());
+            self.speculative += u32::from(speculative);
             let v = self.vexpr_any(&e);
+            self.speculative -= u32::from(speculative);
             self.vector_cache = outer;
             self.statement_gathers = outer_gathers;
             self.statement_scopes = outer_scopes;

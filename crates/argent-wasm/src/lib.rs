@@ -56,6 +56,13 @@
 //! SIMD loads of interleaved data read up to 64 bytes past the last element
 //! they need, so the runtime leaves 64 readable bytes after every buffer.
 //!
+//! Inputs lie at byte addresses from 1024 up to 64 KiB
+//! ([`SPECULATIVE_GUARD`]) before the end of the memory. An input read in
+//! an arm of a vector `select` is checked only where the arm's condition
+//! holds, and the other lanes' addresses may lie anywhere: such a load
+//! whose address falls in the last 64 KiB or past the end reads address 0
+//! instead, and this layout keeps that from moving any lane that is used.
+//!
 //! ## Intermediate buffers
 //! `Allocate` carves 16-byte-aligned blocks from the heap top word: a bump
 //! allocator whose frees follow the `Allocate` nesting (LIFO). A request
@@ -175,8 +182,10 @@
 //!   truncates, then wraps; int to bool is `!= 0`, bool to int is 0/1;
 //!   `round` is half to even.
 //! - `select` with a memory read in a branch evaluates only the branch it
-//!   picks (scalar code); vector selects evaluate both sides, so lowering
-//!   must only vectorise loads that are in bounds.
+//!   picks (scalar code, and vector code whose condition is a scalar);
+//!   vector selects with a vector condition evaluate both sides, so a load
+//!   of a func's buffer there must be in bounds in every lane, and a load
+//!   of an input there is guarded (see the layout above).
 //! - `exp log pow sin cos tan atan2 lerp` are compiled through their
 //!   expansions in `argent_ir::math` when they reach the backend
 //!   unexpanded.
@@ -193,6 +202,7 @@ mod simd;
 use argent_ir::{AssertKind, BufferRole, Module, Type};
 use std::fmt;
 
+pub use emit::SPECULATIVE_GUARD;
 pub use query::RegionSlot;
 pub use scalarize::{lane_of, scalarize_stmt};
 

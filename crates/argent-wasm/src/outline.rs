@@ -261,6 +261,7 @@ impl FnBuilder<'_> {
                     name: b.name.clone(),
                     base: (1 + scalars.len() + k) as u32,
                     ty: b.ty,
+                    input: b.input,
                 });
             }
             f.set_float_lets(float_lets);

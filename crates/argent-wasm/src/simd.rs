@@ -1240,8 +1240,22 @@ impl FnBuilder<'_> {
                 then,
                 otherwise,
             } => {
-                let t = self.vexpr(then, mask_bits)?;
-                let o = self.vexpr(otherwise, mask_bits)?;
+                // Bounds inference narrows an input's region by the
+                // condition of the arm that reads it: that arm must not
+                // load where the condition fails (see `guard_speculative`).
+                let speculative = self.loads_input(then) || self.loads_input(otherwise);
+                if speculative && cond.ty().is_scalar() {
+                    return self.branch_on_scalar(cond, then, otherwise, mask_bits);
+                }
+                if speculative && ty.lanes > crate::emit::MAX_SPECULATIVE_LANES {
+                    return Err(VErr::Unsupported);
+                }
+                self.speculative += u32::from(speculative);
+                let arms = self
+                    .vexpr(then, mask_bits)
+                    .and_then(|t| Ok((t, self.vexpr(otherwise, mask_bits)?)));
+                self.speculative -= u32::from(speculative);
+                let (t, o) = arms?;
                 if cond.ty().is_scalar() {
                     self.expr(cond)?;
                     let c = self.set_new_local(ValType::I32);
@@ -1819,6 +1833,7 @@ impl FnBuilder<'_> {
                 if n >= 2
                     && !buf.ty.is_bool()
                     && self.vector_cache.is_some()
+                    && (self.speculative == 0 || !buf.input)
                     && let Some((pointer, first)) = self.hoisted_pointer_address(&buf, &base) =>
             {
                 for j in 0..n {
@@ -1960,13 +1975,17 @@ impl FnBuilder<'_> {
         let bytes = elem_bits as usize / 8;
         let per = lanes_per_part(elem_bits) as usize;
         let n = part_count(ty.lanes, elem_bits);
-        let neighbour =
-            if elem_bits == 32 && ty.lanes.is_multiple_of(4) && self.vector_cache.is_some() {
-                self.gather_neighbour(e, buffer, index)
-                    .filter(|g| self.cached_vector(g, 0).is_none())
-            } else {
-                None
-            };
+        let speculative = self.speculative > 0 && buf.input;
+        let neighbour = if elem_bits == 32
+            && ty.lanes.is_multiple_of(4)
+            && self.vector_cache.is_some()
+            && !speculative
+        {
+            self.gather_neighbour(e, buffer, index)
+                .filter(|g| self.cached_vector(g, 0).is_none())
+        } else {
+            None
+        };
         let (lanes_index, scalar) = split_gather_index(&self.expand_sum(index, 3));
         let idx = self.vexpr(&lanes_index, 32)?;
         if idx.lane_bits != 32 {
@@ -1988,6 +2007,7 @@ impl FnBuilder<'_> {
                 self.emit(I::LocalGet(base));
                 self.lane_offset(&idx, (j * per + k) as u16, shift);
                 self.emit(I::I32Add);
+                self.guard_speculative(&buf, 0);
                 let m = mem(0, shift as u32);
                 if k == 0 {
                     // The first lane fills the register.
@@ -2309,6 +2329,31 @@ impl FnBuilder<'_> {
         self.copy_parts(&edge.parts, &parts);
         self.emit(I::End);
         Ok(VecVal { parts, ..inside })
+    }
+
+    /// `select(cond, then, otherwise)` with a scalar `cond` as `if (cond) {
+    /// then } else { otherwise }`: one arm runs, so its loads happen only
+    /// where the condition lets them.
+    fn branch_on_scalar(
+        &mut self,
+        cond: &Expr,
+        then: &Expr,
+        otherwise: &Expr,
+        mask_bits: u8,
+    ) -> VResult<VecVal> {
+        self.expr(cond)?;
+        self.emit(I::If(wasm_encoder::BlockType::Empty));
+        let t = self.in_branch(|b| b.vexpr(then, mask_bits))?;
+        let parts: Vec<u32> = t.parts.iter().map(|_| self.v128_local()).collect();
+        self.copy_parts(&t.parts, &parts);
+        self.emit(I::Else);
+        let o = self.in_branch(|b| b.vexpr(otherwise, mask_bits))?;
+        if o.parts.len() != parts.len() || o.lane_bits != t.lane_bits {
+            return Err(VErr::Unsupported);
+        }
+        self.copy_parts(&o.parts, &parts);
+        self.emit(I::End);
+        Ok(VecVal { parts, ..t })
     }
 
     fn copy_parts(&mut self, from: &[u32], to: &[u32]) {

@@ -761,6 +761,112 @@ fn region_checks_past_2_pow_31_fail_instead_of_wrapping() {
     check_cases(&[case(hashed, vec![gray(64, 3, 5), gray(64, 3, 0)], vec![])]);
 }
 
+/// An input read in an arm of a `select` is only checked to cover the
+/// region where the arm's condition holds (bounds inference narrows it),
+/// but vector code evaluates both arms in every lane: where the condition
+/// fails the address may lie anywhere, outside the memory too. Each case
+/// here reads so far outside the input there (tens of millions of
+/// elements, or below address 0) that it trapped with "memory access out
+/// of bounds" before such loads were guarded; the taken lanes read inside
+/// the input and must match the interpreter. Dense, strided
+/// (interleaved), gathered and broadcast loads; u8, u16 and f32; a scalar
+/// condition (a whole row); a producer computed per row of a parallel
+/// loop; two loads whose indices differ by a constant, one in an arm (a
+/// pointer shared by a stencil's taps must not start at the one that may
+/// wrap); and vectors too wide to guard.
+#[test]
+fn input_loads_in_untaken_select_arms_never_leave_the_memory() {
+    let (w, h) = (37, 5);
+    let interleaved = |channels: i32, seed: u64| BufData {
+        bytes: random_bytes((w * h * channels) as usize, seed),
+        dims: vec![(0, w, channels), (0, h, w * channels), (0, channels, 1)],
+    };
+    let wide = |elem: usize, seed: u64| BufData {
+        bytes: random_bytes(w as usize * h as usize * elem, seed),
+        dims: vec![(0, w, 1), (0, h, w)],
+    };
+    let floats = BufData {
+        bytes: (0..w * h)
+            .flat_map(|i| (i as f32 * 0.37 - 20.0).to_le_bytes())
+            .collect(),
+        dims: vec![(0, w, 1), (0, h, w)],
+    };
+    let cases = vec![
+        case(
+            lowered_source(
+                "input u8 in(x, y)
+f(x, y) = select(x > 10000000, in(x - 10000000, y), 7) + select(x < 1, in(x, y + x * 1000000), 9)
+output f
+schedule { f.vectorize(x, 16) }
+",
+            ),
+            vec![gray(w, h, 1), gray(w, h, 0)],
+            vec![],
+        ),
+        case(
+            lowered_source(
+                "input u8 in(x, y)
+f(x, y) = select(x < 1, in(x * x * 100000, y), u8(x)) + select(x > 100000000, in(x * 3 - 300000000, y), 1)
+output f
+schedule { f.vectorize(x, 16) }
+",
+            ),
+            vec![gray(w, h, 2), gray(w, h, 0)],
+            vec![],
+        ),
+        case(
+            lowered_source(
+                "input u8 in(x, y, c)
+f(x, y, c) = select(x > 50000000, in(x - 50000000, y, c), in(x, y, c) / 2)
+output f
+schedule { f.reorder(c, x, y).vectorize(x, 8) }
+",
+            ),
+            vec![interleaved(3, 3), interleaved(3, 0)],
+            vec![],
+        ),
+        case(
+            lowered_source(
+                "input f32 in(x, y)
+f(x, y) = select(x >= 100000000, in(x - 100000000, y), 0.5) + select(x < 1, in(x, y + x * 10000000), 0.25)
+output f
+schedule { f.vectorize(x, 8) }
+",
+            ),
+            vec![floats, wide(4, 0)],
+            vec![],
+        ),
+        case(
+            lowered_source(
+                "input u16 in(x, y)
+f(x, y) = select(x >= 100000000, in(x - 100000000, y), 5) + select(x < 1, in(x, y - x * 10000000), 3)
+g(x, y) = f(x, y) + select(y > 100000, in(x, y - 100000), 1) + in(x, y) + select(x > 3000000, in(x - 3000000, y), 2) + select(x < 1, in(x + 36, y), 4)
+output g
+schedule {
+  g.vectorize(x, 32).parallel(y)
+  f.compute_at(g, y).vectorize(x, 16)
+}
+",
+            ),
+            vec![wide(2, 4), wide(2, 0)],
+            vec![],
+        ),
+        // Wider than `MAX_SPECULATIVE_LANES`: lane by lane.
+        case(
+            lowered_source(
+                "input u8 in(x, y)
+f(x, y) = select(x > 10000000, in(x - 10000000, y), 7) + select(x < 1, in(x, y + x * 1000000), 9)
+output f
+schedule { f.vectorize(x, 128) }
+",
+            ),
+            vec![gray(w, h, 5), gray(w, h, 0)],
+            vec![],
+        ),
+    ];
+    check_cases(&cases);
+}
+
 /// `examples/NAME.ag` lowered under its own schedule.
 fn lowered_example(name: &str) -> Module {
     let path = format!("{}/../../examples/{name}.ag", env!("CARGO_MANIFEST_DIR"));

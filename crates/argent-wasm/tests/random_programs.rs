@@ -109,6 +109,10 @@ impl Gen<'_> {
             d if d > 0 => format!("{v}+{d}"),
             d => format!("{v}{d}"),
         };
+        if k == 0 && self.at == ["x", "y"] && self.rng.below(8) == 0 {
+            let read = self.guarded_far_read();
+            return self.convert(read, from, ty);
+        }
         let dx = self.rng.below(5) as i64 - 2;
         let dy = self.rng.below(3) as i64 - 1;
         let read = match self.sources.channels {
@@ -133,6 +137,31 @@ impl Gen<'_> {
             }
         };
         self.convert(read, from, ty)
+    }
+
+    /// A read of the input itself in an arm of a `select` whose condition
+    /// keeps it to the first column or row, where it reads inside the
+    /// input; in the other lanes its address is millions of elements
+    /// away. Bounds inference narrows the input's region by the
+    /// condition, so the input is only checked to cover the taken lanes'
+    /// points, and vector code must not trap on the others (see
+    /// `guard_speculative` in the backend).
+    fn guarded_far_read(&mut self) -> String {
+        // A stage may be computed for channels past the input's.
+        let (channel, clamped) = match self.sources.channels {
+            Some(n) => (", c".to_string(), format!(", clamp(c, 0, {})", n - 1)),
+            None => (String::new(), String::new()),
+        };
+        // The input covers x from 2 and y from -2 (see `check_random_programs`).
+        if self.rng.below(2) == 0 {
+            format!(
+                "select(x < 1, in(max(x, 0) * 1000003 + 2, clamp(y, 0, 3){clamped}), b(x, y{channel}))"
+            )
+        } else {
+            format!(
+                "select(y < 1, in(clamp(x, 2, 5), max(y, 0) * 1000003{clamped}), b(x, y{channel}))"
+            )
+        }
     }
 
     fn leaf(&mut self, ty: Type) -> String {

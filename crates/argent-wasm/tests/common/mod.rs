@@ -420,13 +420,17 @@ fn write(bytes: &mut [u8], ty: Type, index: i64, v: V) {
 
 impl Eval<'_> {
     fn lookup(&self, name: &str) -> Vec<V> {
-        self.env
-            .iter()
-            .rev()
-            .find(|(n, _)| n == name)
-            .unwrap_or_else(|| panic!("unbound {name}"))
-            .1
-            .clone()
+        if let Some((_, v)) = self.env.iter().rev().find(|(n, _)| n == name) {
+            return v.clone();
+        }
+        // `v#i`, lane `i` of vector `v` (see `argent_wasm::lane_of`).
+        if let Some((base, lane)) = name.rsplit_once('#')
+            && let Ok(lane) = lane.parse::<usize>()
+            && let Some((_, v)) = self.env.iter().rev().find(|(n, _)| n == base)
+        {
+            return vec![v[lane]];
+        }
+        panic!("unbound {name}")
     }
 
     fn expr(&mut self, e: &Expr) -> Vec<V> {
@@ -469,11 +473,20 @@ impl Eval<'_> {
                 then,
                 otherwise,
             } => {
+                // Only the arm each lane takes is evaluated: an input read
+                // in an arm is only checked where its condition holds.
                 let c = bcast(self.expr(cond));
-                let t = bcast(self.expr(then));
-                let o = bcast(self.expr(otherwise));
+                if c.iter().all(|c| c.i() != 0) {
+                    return bcast(self.expr(then));
+                }
+                if c.iter().all(|c| c.i() == 0) {
+                    return bcast(self.expr(otherwise));
+                }
                 (0..lanes)
-                    .map(|i| if c[i].i() != 0 { t[i] } else { o[i] })
+                    .map(|i| {
+                        let arm = if c[i].i() != 0 { then } else { otherwise };
+                        self.expr(&argent_wasm::lane_of(arm, i as u16))[0]
+                    })
                     .collect()
             }
             ExprKind::Call {

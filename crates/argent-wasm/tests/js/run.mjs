@@ -51,6 +51,13 @@ async function runJob(path) {
   const args = ARGS_BASE;
   const dv = () => new DataView(memory.buffer);
   const bases = [];
+  // The buffers, then at least 64 KiB free of inputs at the end of the
+  // memory, which the generated code relies on (SPECULATIVE_GUARD in
+  // emit.rs).
+  const bytesNeeded = job.buffers.reduce((n, b) => n + align16(b.byteLen + 64), cursor) + 65536;
+  if (bytesNeeded > memory.buffer.byteLength) {
+    memory.grow(Math.ceil((bytesNeeded - memory.buffer.byteLength) / 65536));
+  }
   for (const b of job.buffers) {
     const base = cursor;
     bases.push(base);
