@@ -800,9 +800,9 @@ impl<'c> FnBuilder<'c> {
     /// Makes the address on the stack (to be used with memarg `offset`)
     /// safe to load from when the load is speculative: a load of an input
     /// inside an arm of a vector `select`. Bounds inference narrows an
-    /// input's region by the condition of the arm that reads it (`select(y
-    /// > 1000, in(x, y - 1000), 0)` needs no rows of `in` below 1001), so
-    /// the input is only checked to cover that; vector code evaluates both
+    /// input's region by the condition of the arm that reads it
+    /// (`select(y > 1000, in(x, y - 1000), 0)` needs no rows of `in` below
+    /// 1001), so the input is only checked to cover that; vector code evaluates both
     /// arms in every lane, and where the condition fails the address may
     /// lie anywhere, outside the memory too.
     ///
