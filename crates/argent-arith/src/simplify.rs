@@ -1364,6 +1364,30 @@ impl Simplifier {
     /// keep the order and grouping the program gave them.
     fn value_arith(&mut self, op: BinOp, a: Expr, b: Expr) -> Expr {
         let (ca, cb) = (const_int(&a), const_int(&b));
+        // `(x + c1) + c2` is `x + (c1 + c2)`, and likewise for differences
+        // and products: exact, since integer arithmetic wraps, and `x`
+        // keeps its grouping. Inlined stages that each add a constant
+        // (`brighter = in + 10`, `dimmer = brighter - 4`) become one add.
+        if let Some(c2) = cb
+            && let ExprKind::Binary {
+                op: inner,
+                a: x,
+                b: c1,
+            } = a.kind()
+            && let Some(c1) = const_int(c1)
+        {
+            use BinOp::{Add, Mul, Sub};
+            let folded = match (*inner, op) {
+                (Add, Add) | (Sub, Sub) => Some((*inner, c1.wrapping_add(c2))),
+                (Add, Sub) | (Sub, Add) => Some((*inner, c1.wrapping_sub(c2))),
+                (Mul, Mul) => Some((Mul, c1.wrapping_mul(c2))),
+                _ => None,
+            };
+            if let Some((op, c)) = folded {
+                let c = Expr::int(a.ty(), a.ty().element().wrap(c));
+                return self.value_arith(op, x.clone(), c);
+            }
+        }
         match op {
             BinOp::Add if cb == Some(0) => a,
             BinOp::Add if ca == Some(0) => b,
@@ -2148,6 +2172,47 @@ mod tests {
             };
             assert_eq!(type_range(ty), expected, "{ty}");
             assert_eq!(type_range(ty.with_lanes(4)), expected, "{ty} x 4");
+        }
+    }
+
+    /// Constants added, subtracted or multiplied one after the other fold
+    /// into one, wrapped to the type, in pixel arithmetic too (which
+    /// otherwise keeps the program's grouping).
+    #[test]
+    fn constants_applied_in_turn_to_pixel_values_fold() {
+        let x = || Expr::var(Type::U8, "x");
+        let c = |v: i64| Expr::int(Type::U8, v);
+        let cases = [
+            (Expr::add(Expr::add(x(), c(1)), c(1)), "(x + u8(2))"),
+            (Expr::add(Expr::sub(x(), c(1)), c(1)), "x"),
+            (Expr::add(Expr::add(x(), c(200)), c(100)), "(x + u8(44))"),
+            (Expr::sub(Expr::add(x(), c(3)), c(5)), "(x + u8(254))"),
+            (Expr::mul(Expr::mul(x(), c(16)), c(16)), "u8(0)"),
+            (Expr::sub(Expr::sub(x(), c(3)), c(5)), "(x - u8(8))"),
+        ];
+        for (e, want) in cases {
+            assert_eq!(simplify(&e).to_string(), want, "{e}");
+        }
+        // The value folded by the simplifier equals the value computed
+        // step by step, for every u8 and i16 value.
+        for ty in [Type::U8, Type::I16] {
+            let e = Expr::mul(
+                Expr::sub(
+                    Expr::add(Expr::var(ty, "v"), Expr::int(ty, 77)),
+                    Expr::int(ty, 200),
+                ),
+                Expr::int(ty, 3),
+            );
+            let e = Expr::mul(e, Expr::int(ty, 5));
+            let folded = simplify(&e);
+            for v in [ty.min_value() as i64, -1, 0, 1, 100, ty.max_value() as i64] {
+                let v = ty.wrap(v);
+                let at = |e: &Expr| {
+                    simplify(&argent_ir::visit::substitute(e, "v", &Expr::int(ty, v))).as_int()
+                };
+                let step_by_step = ty.wrap(ty.wrap(ty.wrap(v + 77) - 200) * 3 * 5);
+                assert_eq!(at(&folded), Some(step_by_step), "{ty} {v}: {folded}");
+            }
         }
     }
 
