@@ -35,10 +35,10 @@ const FIRST_OUTLINED_TYPE: u32 = 3;
 /// `web/src/layout.ts`, `HEAP_HEADROOM`).
 pub const SPECULATIVE_GUARD: u32 = 65536;
 
-/// The widest vector `select` whose arms load inputs that is computed with
-/// vectors when its condition varies across lanes (see
-/// `FnBuilder::guard_speculative`); a wider one is computed lane by lane.
-pub(crate) const MAX_SPECULATIVE_LANES: u16 = 64;
+/// The most bytes one speculative access may span from its address (see
+/// `FnBuilder::guard_speculative`): the runtime places no input in the
+/// first 1 KiB of the memory.
+const MAX_SPECULATIVE_SPAN: usize = 1024;
 
 /// Bytes of padding after every heap block, so that SIMD loads that read a
 /// little past the last element stay inside memory.
@@ -789,6 +789,20 @@ impl<'c> FnBuilder<'c> {
         Ok(self.guard_speculative(buf, offset))
     }
 
+    /// Whether every load of an input in `e` spans at most
+    /// [`MAX_SPECULATIVE_SPAN`] bytes: its lanes, 4 elements apart at most
+    /// (interleaved channels; a wider stride gathers lane by lane).
+    /// Vectors wider than that are computed lane by lane where their loads
+    /// would be speculative.
+    pub(crate) fn speculative_loads_fit(&self, e: &Expr) -> bool {
+        !argent_ir::visit::expr_any(e, |x: &Expr| {
+            matches!(x.kind(), ExprKind::Load { buffer, index }
+            if self.buffer(buffer).is_ok_and(|b| {
+                b.input && index.ty().lanes as usize * b.ty.bytes() * 4 > MAX_SPECULATIVE_SPAN
+            }))
+        })
+    }
+
     /// Whether `e` loads from an input.
     pub(crate) fn loads_input(&self, e: &Expr) -> bool {
         argent_ir::visit::expr_any(e, |x: &Expr| {
@@ -811,11 +825,10 @@ impl<'c> FnBuilder<'c> {
     /// [`SPECULATIVE_GUARD`] bytes of the memory (a negative one wraps past
     /// them). No lane whose value is used moves: the runtime places inputs
     /// only from byte 1024 on and never in those last bytes, and one access
-    /// spans at most 1 KiB from its address (at most
-    /// [`MAX_SPECULATIVE_LANES`] lanes of up to 4 bytes, 4 channels
-    /// apart), so an access that starts there cannot reach an input even
-    /// by wrapping past 4 GiB. Returns the memarg offset to use (0 when
-    /// guarded).
+    /// spans at most [`MAX_SPECULATIVE_SPAN`] bytes from its address (see
+    /// `speculative_loads_fit`), so an access that starts there cannot
+    /// reach an input even by wrapping past 4 GiB. Returns the memarg
+    /// offset to use (0 when guarded).
     pub(crate) fn guard_speculative(&mut self, buf: &BufBinding, offset: u64) -> u64 {
         if self.speculative == 0 || !buf.input {
             return offset;

@@ -813,7 +813,7 @@ impl FnBuilder<'_> {
         let found = finder.found;
         let mut count = 0;
         for (e, speculative) in found {
-            if speculative && e.ty().lanes > crate::emit::MAX_SPECULATIVE_LANES {
+            if speculative && !self.speculative_loads_fit(&e) {
                 continue;
             }
             let outer = self.vector_cache.replace(Vec::new());

@@ -1247,7 +1247,9 @@ impl FnBuilder<'_> {
                 if speculative && cond.ty().is_scalar() {
                     return self.branch_on_scalar(cond, then, otherwise, mask_bits);
                 }
-                if speculative && ty.lanes > crate::emit::MAX_SPECULATIVE_LANES {
+                if speculative
+                    && !(self.speculative_loads_fit(then) && self.speculative_loads_fit(otherwise))
+                {
                     return Err(VErr::Unsupported);
                 }
                 self.speculative += u32::from(speculative);

@@ -851,16 +851,16 @@ schedule {
             vec![wide(2, 4), wide(2, 0)],
             vec![],
         ),
-        // Wider than `MAX_SPECULATIVE_LANES`: lane by lane.
+        // Loads wider than `MAX_SPECULATIVE_SPAN`: lane by lane.
         case(
             lowered_source(
                 "input u8 in(x, y)
 f(x, y) = select(x > 10000000, in(x - 10000000, y), 7) + select(x < 1, in(x, y + x * 1000000), 9)
 output f
-schedule { f.vectorize(x, 128) }
+schedule { f.vectorize(x, 512) }
 ",
             ),
-            vec![gray(w, h, 5), gray(w, h, 0)],
+            vec![gray(1100, 2, 5), gray(1100, 2, 0)],
             vec![],
         ),
     ];
