@@ -1025,26 +1025,72 @@ fn effective_calls(
         }
         direct_of_func.insert(f.name.clone(), all);
     }
+    // The funcs an inlined func reaches through inlined funcs, each found
+    // once: walking every chain from every caller was quadratic in the
+    // length of a chain of inlined stages.
+    let mut through_inlined: HashMap<String, BTreeSet<String>> = HashMap::default();
     let mut out = HashMap::default();
     for f in &pipeline.funcs {
         for s in 0..=f.updates.len() {
-            let mut seen = BTreeSet::new();
-            let mut work: Vec<String> = stage_calls(f, s).into_iter().collect();
-            while let Some(g) = work.pop() {
-                if !seen.insert(g.clone()) {
-                    continue;
-                }
+            let mut reached = BTreeSet::new();
+            for g in stage_calls(f, s) {
                 if inlined.contains(&g) {
-                    work.extend(direct_of_func.get(&g).cloned().unwrap_or_default());
+                    reached.extend(
+                        reached_through(&g, inlined, &direct_of_func, &mut through_inlined)
+                            .iter()
+                            .cloned(),
+                    );
+                } else {
+                    reached.insert(g);
                 }
             }
-            out.insert(
-                (f.name.clone(), s),
-                seen.into_iter().filter(|g| !inlined.contains(g)).collect(),
-            );
+            out.insert((f.name.clone(), s), reached);
         }
     }
     out
+}
+
+/// The funcs that are not inlined which inlined func `g` calls, directly
+/// or through other inlined funcs, remembered in `memo` (which holds only
+/// finished sets).
+fn reached_through<'m>(
+    g: &str,
+    inlined: &BTreeSet<String>,
+    direct_of_func: &HashMap<String, BTreeSet<String>>,
+    memo: &'m mut HashMap<String, BTreeSet<String>>,
+) -> &'m BTreeSet<String> {
+    // Depth first without recursion (a chain may be thousands of funcs
+    // long): a func is finished once every inlined func it calls is.
+    let mut expanding: BTreeSet<String> = BTreeSet::new();
+    let mut stack = vec![(g.to_string(), false)];
+    while let Some((h, expanded)) = stack.pop() {
+        let callees = direct_of_func.get(&h).cloned().unwrap_or_default();
+        if !expanded {
+            if memo.contains_key(&h) || !expanding.insert(h.clone()) {
+                continue;
+            }
+            stack.push((h, true));
+            for c in callees {
+                // A func still expanding would be a cycle, which the
+                // checks reject before this.
+                if inlined.contains(&c) && !memo.contains_key(&c) && !expanding.contains(&c) {
+                    stack.push((c, false));
+                }
+            }
+            continue;
+        }
+        let mut reached = BTreeSet::new();
+        for c in callees {
+            if inlined.contains(&c) {
+                reached.extend(memo.get(&c).into_iter().flatten().cloned());
+            } else {
+                reached.insert(c);
+            }
+        }
+        expanding.remove(&h);
+        memo.insert(h, reached);
+    }
+    &memo[g]
 }
 
 fn resolve_call_schedule(

@@ -35,9 +35,14 @@ pub fn inline_funcs(pipeline: &Pipeline, inlined: &BTreeSet<String>) -> Pipeline
     // inlined func).
     let mut calls: Vec<BTreeSet<String>> = p.funcs.iter().map(funcs_called).collect();
     for name in order {
-        let Some(def) = p.func(&name).cloned() else {
+        let Some(at) = p.funcs.iter().position(|f| f.name == name) else {
             continue;
         };
+        let def = p.funcs[at].clone();
+        // Kept up to date as callees are inlined into it, like every
+        // definition's: walking a definition again after each inlining
+        // made a chain of inlined stages quadratic.
+        let def_calls = calls[at].clone();
         for (f, called) in p.funcs.iter_mut().zip(calls.iter_mut()) {
             if f.name == name || !called.contains(&name) {
                 continue;
@@ -60,7 +65,8 @@ pub fn inline_funcs(pipeline: &Pipeline, inlined: &BTreeSet<String>) -> Pipeline
                     }
                 }
             }
-            *called = funcs_called(f);
+            called.remove(&name);
+            called.extend(def_calls.iter().cloned());
         }
     }
     p.funcs.retain(|f| !inlined.contains(&f.name));
@@ -121,6 +127,10 @@ impl Mutator for Inliner<'_> {
         let mut body = self.def.value.clone();
         let mut lets = Vec::new();
         for (param, arg) in self.def.args.iter().zip(args) {
+            // The body as it is, shared: `f(x, y)` inside `g(x, y)`.
+            if arg.as_var() == Some(param.as_str()) {
+                continue;
+            }
             if arg.is_const() || arg.as_var().is_some() {
                 body = substitute(&body, param, arg);
             } else {
