@@ -294,8 +294,8 @@ impl FnBuilder<'_> {
             /// Each access's buffer and index, and whether every
             /// occurrence is speculative (see `arms`).
             found: Vec<(String, Expr, bool)>,
-            /// Whether a buffer is an input.
-            is_input: &'b dyn Fn(&str) -> bool,
+            /// The inputs' names.
+            inputs: &'b FastHashSet<String>,
             /// How many arms of `select`s enclose the expression being
             /// visited: a load of an input there is speculative. Bounds
             /// inference narrows the input's region by the arm's
@@ -312,7 +312,7 @@ impl FnBuilder<'_> {
         }
         impl Accesses<'_> {
             fn add(&mut self, buffer: &str, index: &Expr) {
-                let speculative = self.arms > 0 && (self.is_input)(buffer);
+                let speculative = self.arms > 0 && self.inputs.contains(buffer);
                 self.vector |= index.ty().is_vector();
                 let index = match index.kind() {
                     ExprKind::Ramp { base, .. } if base.ty().is_scalar() => base,
@@ -383,10 +383,9 @@ impl FnBuilder<'_> {
             .filter(|b| b.input)
             .map(|b| b.name.clone())
             .collect();
-        let is_input = |name: &str| inputs.contains(name);
         let mut accesses = Accesses {
             found: Vec::new(),
-            is_input: &is_input,
+            inputs: &inputs,
             arms: 0,
             allocated: FastHashSet::default(),
             lets: FastHashMap::default(),
