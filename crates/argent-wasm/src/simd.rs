@@ -1244,8 +1244,13 @@ impl FnBuilder<'_> {
                 // condition of the arm that reads it: that arm must not
                 // load where the condition fails (see `guard_speculative`).
                 let speculative = self.loads_input(then) || self.loads_input(otherwise);
+                // With a scalar condition only the arm taken runs.
                 if speculative && cond.ty().is_scalar() {
-                    return self.branch_on_scalar(cond, then, otherwise, mask_bits);
+                    return self.if_else_vectors(
+                        cond,
+                        |b| b.vexpr(then, mask_bits),
+                        |b| b.vexpr(otherwise, mask_bits),
+                    );
                 }
                 if speculative
                     && !(self.speculative_loads_fit(then) && self.speculative_loads_fit(otherwise))
@@ -2315,41 +2320,28 @@ impl FnBuilder<'_> {
     ) -> VResult<VecVal> {
         let Unclamped { lo, hi, first, .. } = unclamped;
         let last = Expr::add(first.clone(), Expr::i32(i64::from(lanes) - 1));
-        self.expr(&Expr::and(
+        let cond = Expr::and(
             Expr::le(lo.clone(), first.clone()),
             Expr::le(last, hi.clone()),
-        ))?;
-        self.emit(I::If(wasm_encoder::BlockType::Empty));
-        let inside = self.in_branch(inside)?;
-        let parts: Vec<u32> = inside.parts.iter().map(|_| self.v128_local()).collect();
-        self.copy_parts(&inside.parts, &parts);
-        self.emit(I::Else);
-        let edge = self.in_branch(edge)?;
-        if edge.parts.len() != parts.len() || edge.lane_bits != inside.lane_bits {
-            return Err(VErr::Unsupported);
-        }
-        self.copy_parts(&edge.parts, &parts);
-        self.emit(I::End);
-        Ok(VecVal { parts, ..inside })
+        );
+        self.if_else_vectors(&cond, inside, edge)
     }
 
-    /// `select(cond, then, otherwise)` with a scalar `cond` as `if (cond) {
-    /// then } else { otherwise }`: one arm runs, so its loads happen only
-    /// where the condition lets them.
-    fn branch_on_scalar(
+    /// `if (cond) { then } else { otherwise }` for scalar `cond`, the two
+    /// arms' vectors copied into the same registers.
+    fn if_else_vectors(
         &mut self,
         cond: &Expr,
-        then: &Expr,
-        otherwise: &Expr,
-        mask_bits: u8,
+        then: impl FnOnce(&mut Self) -> VResult<VecVal>,
+        otherwise: impl FnOnce(&mut Self) -> VResult<VecVal>,
     ) -> VResult<VecVal> {
         self.expr(cond)?;
         self.emit(I::If(wasm_encoder::BlockType::Empty));
-        let t = self.in_branch(|b| b.vexpr(then, mask_bits))?;
+        let t = self.in_branch(then)?;
         let parts: Vec<u32> = t.parts.iter().map(|_| self.v128_local()).collect();
         self.copy_parts(&t.parts, &parts);
         self.emit(I::Else);
-        let o = self.in_branch(|b| b.vexpr(otherwise, mask_bits))?;
+        let o = self.in_branch(otherwise)?;
         if o.parts.len() != parts.len() || o.lane_bits != t.lane_bits {
             return Err(VErr::Unsupported);
         }
