@@ -1643,6 +1643,53 @@ fn const_upper_bound_at_depth(e: &Expr, depth: usize) -> Option<i64> {
     }
 }
 
+/// Whether `e <= 0` is known for every value of its variables, by cases on
+/// its `min` and `max` terms: `min(p, q)` with a positive coefficient is
+/// at most `p` and at most `q` (one case must prove it), `max(p, q)` is
+/// one of them (both cases must). Unlike [`const_upper_bound`], this
+/// proves `max(min(a, M), m) <= M` given `m <= M`. Cases nest at most
+/// `depth` deep, so it takes at most `2^depth` simplifications.
+pub fn provably_nonpositive(e: &Expr, depth: usize) -> bool {
+    let e = simplify(e);
+    if let Some(v) = e.as_int() {
+        return v <= 0;
+    }
+    if depth == 0 || !node_count_below(&e, 200) {
+        return false;
+    }
+    let f = affine_of(&e);
+    // The largest term first: a smaller one may also occur inside it
+    // (`max(e, 1)` in `max(min(a, m + max(e, 1) - 1), m)`), where a case
+    // on the outer occurrence alone would lose what it says.
+    let Some((coefficient, atom, op, a, b)) = f
+        .terms
+        .values()
+        .filter_map(|(c, atom)| match atom.kind() {
+            ExprKind::Binary { op, a, b } if matches!(op, BinOp::Min | BinOp::Max) => {
+                Some((*c, atom, *op, a, b))
+            }
+            _ => None,
+        })
+        .max_by_key(|(_, atom, ..)| tree_size(atom))
+    else {
+        return false;
+    };
+    // `e` with `atom` replaced by `by`.
+    let case = |by: &Expr| {
+        let mut rest = Expr::i32(f.constant);
+        for (c, other) in f.terms.values() {
+            let term = if std::ptr::eq(other, atom) { by } else { other };
+            rest = Expr::add(rest, Expr::mul(term.clone(), Expr::i32(*c)));
+        }
+        provably_nonpositive(&rest, depth - 1)
+    };
+    if (op == BinOp::Min) == (coefficient > 0) {
+        case(a) || case(b)
+    } else {
+        case(a) && case(b)
+    }
+}
+
 fn float_bounds(op: BinOp, a: &Interval, b: &Interval) -> Interval {
     let all = |x: &Interval| x.min.is_some() && x.max.is_some();
     let consts = |x: &Interval| -> Option<(f64, f64)> {
@@ -1911,5 +1958,30 @@ mod tests {
         // A mirrored coordinate stays inside [0, 9] for an extent of 10.
         let m = Expr::sub(Expr::i32(9), abs);
         assert_eq!(const_bounds(&m, -9, 8), (Some(0), Some(9)));
+    }
+}
+
+#[cfg(test)]
+mod nonpositive_tests {
+    use super::*;
+
+    /// A clamp's upper end stays below the clamp's maximum when the
+    /// minimum is below it: `max(min(a, M), m) <= M` given `m <= M`
+    /// (here `M = m + max(e, 1) - 1`, an image's last column).
+    #[test]
+    fn clamps_stay_inside_their_range() {
+        let v = |n: &str| Expr::var_i32(n);
+        let last = Expr::sub(
+            Expr::add(v("m"), Expr::max(v("e"), Expr::i32(1))),
+            Expr::i32(1),
+        );
+        let clamped = Expr::max(Expr::min(v("a"), last.clone()), v("m"));
+        assert!(provably_nonpositive(
+            &Expr::sub(clamped.clone(), last.clone()),
+            6
+        ));
+        assert!(provably_nonpositive(&Expr::sub(v("m"), clamped.clone()), 6));
+        assert!(!provably_nonpositive(&Expr::sub(clamped, v("m")), 6));
+        assert!(!provably_nonpositive(&Expr::sub(v("a"), last), 6));
     }
 }

@@ -36,11 +36,44 @@ struct BoxFinder<'a> {
     include_provides: bool,
     include_calls: bool,
     /// Also collect the reads separately for each func being produced
-    /// (to name the stage that reads an input).
-    by_reader: Option<Vec<(String, Box_)>>,
+    /// (to name the stage that reads an input), and for each condition
+    /// under which they happen (see [`ReadsOf`]).
+    by_reader: Option<Vec<ReadsOf>>,
     producing: Vec<String>,
     scope: Scope,
     result: Option<Box_>,
+    /// For each interval [`BoxFinder::narrow`] pushed on the scope, in the
+    /// same order: the condition that it is not empty (`true` when that
+    /// is known).
+    nonempty: Vec<Expr>,
+}
+
+/// The box of an input read by one stage under one condition: the reads
+/// happen only where `condition` holds (`None`: always), so an input
+/// needs to cover the box only then. A read in a select arm whose
+/// condition no point satisfies (`select(x < 0, in(x + 1000, y), 0)` over
+/// `x >= 0`) needs nothing, although its box, computed over an empty
+/// range of `x`, is not empty: `x * x` over `[0, -1]` is `[0, 1]`.
+#[derive(Debug)]
+struct ReadsOf {
+    reader: String,
+    condition: Option<Expr>,
+    region: Box_,
+}
+
+impl<'a> BoxFinder<'a> {
+    fn new(target: &'a str, include_provides: bool, include_calls: bool, scope: Scope) -> Self {
+        BoxFinder {
+            target,
+            include_provides,
+            include_calls,
+            by_reader: None,
+            producing: Vec::new(),
+            scope,
+            result: None,
+            nonempty: Vec::new(),
+        }
+    }
 }
 
 /// Whether `e` reads input `name` (not a func of that name).
@@ -96,9 +129,7 @@ impl BoxFinder<'_> {
             None
         };
         self.stmt(branch);
-        for _ in 0..pushed {
-            self.scope.pop();
-        }
+        self.unnarrow(pushed);
         let Some(before) = before else {
             return;
         };
@@ -128,16 +159,38 @@ impl BoxFinder<'_> {
 
     fn record_read(&mut self, b: Box_) {
         if let (Some(readers), Some(reader)) = (&mut self.by_reader, self.producing.last()) {
-            match readers.iter_mut().find(|(r, _)| r == reader) {
-                Some((_, acc)) => {
-                    let mut u = Some(std::mem::take(acc));
+            let condition = self
+                .nonempty
+                .iter()
+                .filter(|c| c.as_int() != Some(1))
+                .cloned()
+                .reduce(Expr::and)
+                .map(|c| simplify(&c));
+            match readers
+                .iter_mut()
+                .find(|r| &r.reader == reader && r.condition == condition)
+            {
+                Some(r) => {
+                    let mut u = Some(std::mem::take(&mut r.region));
                     union_box(&mut u, b.clone());
-                    *acc = u.unwrap_or_default();
+                    r.region = u.unwrap_or_default();
                 }
-                None => readers.push((reader.clone(), b.clone())),
+                None => readers.push(ReadsOf {
+                    reader: reader.clone(),
+                    condition,
+                    region: b.clone(),
+                }),
             }
         }
         union_box(&mut self.result, b);
+    }
+
+    /// Pop what the last `pushed` narrowings pushed.
+    fn unnarrow(&mut self, pushed: usize) {
+        for _ in 0..pushed {
+            self.scope.pop();
+            self.nonempty.pop();
+        }
     }
 
     fn expr(&mut self, e: &Expr) {
@@ -188,9 +241,7 @@ impl BoxFinder<'_> {
                         0
                     };
                     self.expr(branch);
-                    for _ in 0..pushed {
-                        self.scope.pop();
-                    }
+                    self.unnarrow(pushed);
                 }
             }
             _ => {
@@ -290,7 +341,12 @@ impl BoxFinder<'_> {
                     min: join(cur.min, lo, Expr::max),
                     max: join(cur.max, hi, Expr::min),
                 };
+                let nonempty = match (&narrowed.min, &narrowed.max) {
+                    (Some(lo), Some(hi)) => simplify(&Expr::le(lo.clone(), hi.clone())),
+                    _ => Expr::bool(true),
+                };
                 self.scope.push(v, narrowed);
+                self.nonempty.push(nonempty);
                 1
             }
             _ => 0,
@@ -520,31 +576,16 @@ fn writes(s: &Stmt, func: &str) -> bool {
 }
 
 pub fn box_touched(s: &Stmt, func: &str, include_provides: bool, params: &Scope) -> Option<Box_> {
-    let mut f = BoxFinder {
-        target: func,
-        include_provides,
-        include_calls: true,
-        by_reader: None,
-        producing: Vec::new(),
-        scope: params.clone(),
-        result: None,
-    };
+    let mut f = BoxFinder::new(func, include_provides, true, params.clone());
     f.stmt(s);
     f.result
 }
 
 /// The box of `input` read while producing each func, in order of first
 /// read.
-fn boxes_read_by_each(s: &Stmt, input: &str, scope: Scope) -> (Vec<(String, Box_)>, Scope) {
-    let mut f = BoxFinder {
-        target: input,
-        include_provides: false,
-        include_calls: true,
-        by_reader: Some(Vec::new()),
-        producing: Vec::new(),
-        scope,
-        result: None,
-    };
+fn boxes_read_by_each(s: &Stmt, input: &str, scope: Scope) -> (Vec<ReadsOf>, Scope) {
+    let mut f = BoxFinder::new(input, false, true, scope);
+    f.by_reader = Some(Vec::new());
     f.stmt(s);
     (f.by_reader.unwrap_or_default(), f.scope)
 }
@@ -552,15 +593,7 @@ fn boxes_read_by_each(s: &Stmt, input: &str, scope: Scope) -> (Vec<(String, Box_
 /// [`box_touched`] of the reads, in `scope` (which may name large bounds
 /// of lets, see [`Scope::naming`]); returns the scope too.
 fn box_read_in(s: &Stmt, func: &str, scope: Scope) -> (Option<Box_>, Scope) {
-    let mut f = BoxFinder {
-        target: func,
-        include_provides: false,
-        include_calls: true,
-        by_reader: None,
-        producing: Vec::new(),
-        scope,
-        result: None,
-    };
+    let mut f = BoxFinder::new(func, false, true, scope);
     f.stmt(s);
     (f.result, f.scope)
 }
@@ -588,15 +621,7 @@ fn param_scope_over(pipeline: &Pipeline, values: &std::sync::Arc<FuncValues>) ->
 
 /// The box of `func` that `s` writes.
 pub fn box_provided(s: &Stmt, func: &str) -> Option<Box_> {
-    let mut f = BoxFinder {
-        target: func,
-        include_provides: true,
-        include_calls: false,
-        by_reader: None,
-        producing: Vec::new(),
-        scope: Scope::default(),
-        result: None,
-    };
+    let mut f = BoxFinder::new(func, true, false, Scope::default());
     f.stmt(s);
     f.result
 }
@@ -996,17 +1021,14 @@ pub fn realize_bounds(pipeline: &Pipeline, body: &Stmt) -> Result<Stmt, LowerErr
                 }
                 // Consumers only read what bounds inference made the stages
                 // write, so the written box is the storage needed.
-                let mut f = BoxFinder {
-                    target: func,
-                    include_provides: true,
-                    include_calls: false,
-                    by_reader: None,
-                    producing: Vec::new(),
-                    scope: Scope::default()
+                let mut f = BoxFinder::new(
+                    func,
+                    true,
+                    false,
+                    Scope::default()
                         .with_func_values(&self.values)
                         .naming("storage_", self.helper_count),
-                    result: None,
-                };
+                );
                 f.stmt(&body);
                 let b = f.result.unwrap_or_default();
                 let named;
@@ -1085,21 +1107,18 @@ pub fn finish(
         named.extend(more);
         count = next;
         for reader in &readers {
-            let Some((_, b)) = by_reader.iter().find(|(r, _)| r == reader) else {
+            let groups: Vec<&ReadsOf> = by_reader.iter().filter(|r| &r.reader == reader).collect();
+            if groups.is_empty() {
                 continue;
-            };
-            for (d, iv) in b.iter().enumerate() {
-                let (Some(lo), Some(hi)) = (&iv.min, &iv.max) else {
-                    return Err(LowerError::Algorithm(format!(
-                        "cannot bound the region of input `{}` that `{reader}` reads in dimension {d}; clamp the index or use a boundary condition such as repeat_edge",
-                        input.name
-                    )));
-                };
+            }
+            for (d, (lo, hi)) in checked_region(&input.name, reader, &groups)?
+                .into_iter()
+                .enumerate()
+            {
                 checks.push(region_check(
                     &input.name,
                     d,
-                    lo,
-                    hi,
+                    (&lo, &hi),
                     AssertKind::InputTooSmall {
                         input: input.name.clone(),
                         stage: reader.clone(),
@@ -1117,8 +1136,7 @@ pub fn finish(
                     checks.push(region_check(
                         out,
                         d,
-                        lo,
-                        hi,
+                        (lo, hi),
                         AssertKind::OutputTooSmall {
                             output: out.clone(),
                             dim: d,
@@ -1187,7 +1205,150 @@ fn with_param_checks(pipeline: &Pipeline, body: Stmt) -> Stmt {
     Stmt::block(stmts)
 }
 
-fn region_check(buffer: &str, d: usize, lo: &Expr, hi: &Expr, kind: AssertKind) -> Stmt {
+/// At most this many regions under distinct conditions per stage and
+/// input: each adds a `select` to the check, so past the limit the rest
+/// are checked as one region, read where any of their conditions holds
+/// (which may then ask for more than is read). Examples have none left
+/// once [`covered_anyway`] and [`within`] have dropped what cannot matter;
+/// random programs have up to a dozen.
+const MAX_CONDITIONAL_REGIONS: usize = 32;
+
+/// The region of `input` that `reader` needs, per dimension, from the
+/// regions it reads under each condition (`groups`). A region read under
+/// a condition counts only where the condition holds: when it fails, the
+/// region contributes the empty interval `[i32::MAX, i32::MIN]`, which the
+/// check passes and the bounds query ignores. Conditions that cannot
+/// change the outcome are left out: where the region lies within what
+/// `reader` reads anyway, or within the input itself.
+///
+/// ```text
+/// out(x, y) = select(x < 0, in(x * x + 1000, y), 0) + in(x, y)
+///   x needed: [min(out.min.0, select(c, lo, 2147483647)), max(out.max.0, select(c, hi, -2147483648))]
+///   where c = (out.min.0 <= min(out.max.0, -1)): some x is below 0
+/// ```
+fn checked_region(
+    input: &str,
+    reader: &str,
+    groups: &[&ReadsOf],
+) -> Result<Vec<(Expr, Expr)>, LowerError> {
+    let dims = groups[0].region.len();
+    let mut bounded = Vec::with_capacity(groups.len());
+    for group in groups {
+        let mut region = Vec::with_capacity(dims);
+        for (d, iv) in group.region.iter().enumerate() {
+            let (Some(lo), Some(hi)) = (&iv.min, &iv.max) else {
+                return Err(LowerError::Algorithm(format!(
+                    "cannot bound the region of input `{input}` that `{reader}` reads in dimension {d}; clamp the index or use a boundary condition such as repeat_edge"
+                )));
+            };
+            region.push((lo.clone(), hi.clone()));
+        }
+        bounded.push((group.condition.as_ref(), region));
+    }
+    let union = |regions: &mut dyn Iterator<Item = &Vec<(Expr, Expr)>>| {
+        regions.fold(None, |acc: Option<Vec<(Expr, Expr)>>, r| {
+            Some(match acc {
+                None => r.clone(),
+                Some(acc) => acc
+                    .into_iter()
+                    .zip(r)
+                    .map(|((l, h), (lo, hi))| (Expr::min(l, lo.clone()), Expr::max(h, hi.clone())))
+                    .collect(),
+            })
+        })
+    };
+    let always = union(&mut bounded.iter().filter(|(c, _)| c.is_none()).map(|(_, r)| r)).map(|r| {
+        r.iter()
+            .map(|(l, h)| (simplify(l), simplify(h)))
+            .collect::<Vec<_>>()
+    });
+    let needs_condition = |region: &Vec<(Expr, Expr)>| {
+        !covered_anyway(input, region) && always.as_ref().is_none_or(|a| !within(region, a))
+    };
+    let mut conditional: Vec<(Expr, Vec<(Expr, Expr)>)> = Vec::new();
+    let mut plain: Vec<Vec<(Expr, Expr)>> = Vec::new();
+    for (condition, region) in bounded {
+        match condition {
+            Some(c) if needs_condition(&region) => conditional.push((c.clone(), region)),
+            _ => plain.push(region),
+        }
+    }
+    if conditional.len() > MAX_CONDITIONAL_REGIONS {
+        // The rest as one region, read where any of their conditions holds.
+        let rest = conditional.split_off(MAX_CONDITIONAL_REGIONS - 1);
+        let any = rest
+            .iter()
+            .map(|(c, _)| c.clone())
+            .reduce(Expr::or)
+            .expect("not empty");
+        let region = union(&mut rest.iter().map(|(_, r)| r)).expect("not empty");
+        conditional.push((simplify(&any), region));
+    }
+    let counted = conditional.into_iter().map(|(c, region)| {
+        region
+            .into_iter()
+            .map(|(lo, hi)| {
+                (
+                    Expr::select(c.clone(), lo, Expr::i32(i32::MAX.into())),
+                    Expr::select(c.clone(), hi, Expr::i32(i32::MIN.into())),
+                )
+            })
+            .collect::<Vec<_>>()
+    });
+    let counted: Vec<Vec<(Expr, Expr)>> = plain.into_iter().chain(counted).collect();
+    let region = union(&mut counted.iter()).unwrap_or_default();
+    Ok(region
+        .iter()
+        .map(|(lo, hi)| (simplify(lo), simplify(hi)))
+        .collect())
+}
+
+/// Whether each interval of `inner` is known to lie within the same
+/// dimension's interval of `outer` (its min at least the other's, its max
+/// at most), so that a union with `outer` is `outer`.
+fn within(inner: &[(Expr, Expr)], outer: &[(Expr, Expr)]) -> bool {
+    let at_most_zero = |e: Expr| crate::arith::provably_nonpositive(&e, 6);
+    inner
+        .iter()
+        .zip(outer)
+        .all(|((lo, hi), (outer_lo, outer_hi))| {
+            at_most_zero(Expr::sub(outer_lo.clone(), lo.clone()))
+                && at_most_zero(Expr::sub(hi.clone(), outer_hi.clone()))
+        })
+}
+
+/// Whether `buffer` is known to cover `region` wherever that is not empty,
+/// if the buffer is at least [`ASSUMED_EXTENT`] wide in each dimension, so
+/// that a read of it needs no condition: a border rule's `src(1, *)`,
+/// narrowed to the rows of `src`, reads `[src.min.0 + 1, src.min.0 + 1]`
+/// in x and `[max(lo, src.min.1), min(hi, src.max.1)]` in y. Leaving a condition
+/// out only makes a check stricter (smaller buffers are checked as before
+/// conditions were tracked).
+fn covered_anyway(buffer: &str, region: &[(Expr, Expr)]) -> bool {
+    let assumed: std::collections::HashMap<String, Expr> = (0..region.len())
+        .map(|d| {
+            let extent = buffer_field(buffer, "extent", d);
+            let at_least = Expr::max(Expr::var_i32(extent.clone()), Expr::i32(ASSUMED_EXTENT));
+            (extent, at_least)
+        })
+        .collect();
+    let at_most_zero = |e: Expr| {
+        crate::arith::provably_nonpositive(&argent_arith::substitute_many(&e, &assumed), 6)
+    };
+    region.iter().enumerate().all(|(d, (lo, hi))| {
+        let given_min = Expr::var_i32(buffer_field(buffer, "min", d));
+        let extent = Expr::var_i32(buffer_field(buffer, "extent", d));
+        let given_max = Expr::sub(Expr::add(given_min.clone(), extent), Expr::i32(1));
+        at_most_zero(Expr::sub(given_min, lo.clone()))
+            && at_most_zero(Expr::sub(hi.clone(), given_max))
+    })
+}
+
+/// See [`covered_anyway`].
+const ASSUMED_EXTENT: i64 = 16;
+
+/// The check that `buffer` covers `[lo, hi]` in dimension `d`.
+fn region_check(buffer: &str, d: usize, (lo, hi): (&Expr, &Expr), kind: AssertKind) -> Stmt {
     let given_min = Expr::var_i32(buffer_field(buffer, "min", d));
     let given_max = max_of(
         &given_min,

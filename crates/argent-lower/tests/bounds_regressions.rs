@@ -238,3 +238,38 @@ fn funcs_read_under_a_select_hold_every_lane_the_select_loads() {
         "g's region is narrowed by the select:\n{text}"
     );
 }
+
+/// A read in a select arm needs the input only where some point takes
+/// the arm. Narrowed by a condition that no point of the output meets,
+/// `x` ranges over an empty interval, and the region computed over it is
+/// not always empty (`x * x + 1000` over `[0, -1]` is `[1000, 1001]`):
+/// such regions were checked anyway, and every input was "too small".
+/// Where the arm is taken, the check still applies.
+#[test]
+fn reads_in_select_arms_that_no_point_takes_need_nothing() {
+    let source = "input u8 in(x, y)\n\
+        out(x, y) = select(x < 0, in(x * x + 1000, y), u8(1)) \
+        + select(x > 100, in(x + 1000, y - 50), u8(2)) + in(x, y)\n\
+        output out\nschedule {\n  out.vectorize(x, 8)\n}\n";
+    let p = argent_lang::compile(source).expect("the pipeline compiles");
+    lowered_pipeline_matches_interpreter("untaken arms", &p, &[21, 13]);
+
+    let taken = "input u8 in(x, y)\n\
+        out(x, y) = select(x > 15, in(x + 1000, y), u8(1))\noutput out\n";
+    let p = argent_lang::compile(taken).expect("the pipeline compiles");
+    let lowered = lower(&p, &LowerOptions::default()).expect("it lowers");
+    let input = Buffer::new(argent_ir::Type::U8, &[21, 13]);
+    let mut out = Buffer::new(argent_ir::Type::U8, &[21, 13]);
+    let err = argent_lower::exec::run(
+        &lowered.module,
+        &[("in", &input)],
+        &mut [("out", &mut out)],
+        &[],
+    )
+    .expect_err("the taken arm reads outside the input");
+    let message = err.to_string();
+    assert!(
+        message.contains("1016") && message.contains("1020"),
+        "the error names the region the taken arm reads: {message}"
+    );
+}

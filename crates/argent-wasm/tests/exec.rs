@@ -773,7 +773,8 @@ fn region_checks_past_2_pow_31_fail_instead_of_wrapping() {
 /// condition (a whole row); a producer computed per row of a parallel
 /// loop; two loads whose indices differ by a constant, one in an arm (a
 /// pointer shared by a stencil's taps must not start at the one that may
-/// wrap); and vectors too wide to guard.
+/// wrap); arms that no point takes (the input need not cover them); and
+/// vectors too wide to guard.
 #[test]
 fn input_loads_in_untaken_select_arms_never_leave_the_memory() {
     let (w, h) = (37, 5);
@@ -849,6 +850,20 @@ schedule {
 ",
             ),
             vec![wide(2, 4), wide(2, 0)],
+            vec![],
+        ),
+        // Arms that no point takes: the input needs to cover nothing for
+        // them, although their regions, computed over empty ranges of `x`
+        // or `y`, are not empty.
+        case(
+            lowered_source(
+                "input u8 in(x, y)
+f(x, y) = select(x < 0, in(x * x + 1000000, y), u8(x)) + select(x > 100, in(x * 3 + 5000000, y - 60), 1) + select(y > 40, in(x, y * y), 2)
+output f
+schedule { f.vectorize(x, 16).parallel(y) }
+",
+            ),
+            vec![gray(w, h, 6), gray(w, h, 0)],
             vec![],
         ),
         // Loads wider than `MAX_SPECULATIVE_SPAN`: lane by lane.

@@ -145,7 +145,7 @@ impl Gen<'_> {
     /// away. Bounds inference narrows the input's region by the
     /// condition, so the input is only checked to cover the taken lanes'
     /// points, and vector code must not trap on the others (see
-    /// `guard_speculative` in the backend).
+    /// `guard_speculative` in the backend). Or an arm that no point takes.
     fn guarded_far_read(&mut self) -> String {
         // A stage may be computed for channels past the input's.
         let (channel, clamped) = match self.sources.channels {
@@ -153,14 +153,17 @@ impl Gen<'_> {
             None => (String::new(), String::new()),
         };
         // The input covers x from 2 and y from -2 (see `check_random_programs`).
-        if self.rng.below(2) == 0 {
-            format!(
+        match self.rng.below(3) {
+            0 => format!(
                 "select(x < 1, in(max(x, 0) * 1000003 + 2, clamp(y, 0, 3){clamped}), b(x, y{channel}))"
-            )
-        } else {
-            format!(
+            ),
+            1 => format!(
                 "select(y < 1, in(clamp(x, 2, 5), max(y, 0) * 1000003{clamped}), b(x, y{channel}))"
-            )
+            ),
+            // No point takes this arm, so the input need not cover its
+            // region, which bounds of `x * x` over an empty range of `x`
+            // do not make empty.
+            _ => format!("select(x < -1000, in(x * x, clamp(y, 0, 3){clamped}), b(x, y{channel}))"),
         }
     }
 
