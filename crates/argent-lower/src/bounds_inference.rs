@@ -44,8 +44,11 @@ struct BoxFinder<'a> {
     result: Option<Box_>,
     /// For each interval [`BoxFinder::narrow`] pushed on the scope, in the
     /// same order: the condition that it is not empty (`true` when that
-    /// is known).
+    /// is known, or when there are no reads per reader to use it).
     nonempty: Vec<Expr>,
+    /// The conjunction of `nonempty` for [`BoxFinder::record_read`], once
+    /// computed (a select arm's reads share it).
+    read_condition: Option<Option<Expr>>,
 }
 
 /// The box of an input read by one stage under one condition: the reads
@@ -72,6 +75,7 @@ impl<'a> BoxFinder<'a> {
             scope,
             result: None,
             nonempty: Vec::new(),
+            read_condition: None,
         }
     }
 }
@@ -160,15 +164,23 @@ impl BoxFinder<'_> {
     fn record_read(&mut self, b: Box_) {
         if let (Some(readers), Some(reader)) = (&mut self.by_reader, self.producing.last()) {
             let condition = self
-                .nonempty
-                .iter()
-                .filter(|c| c.as_int() != Some(1))
-                .cloned()
-                .reduce(Expr::and)
-                .map(|c| simplify(&c));
+                .read_condition
+                .get_or_insert_with(|| {
+                    self.nonempty
+                        .iter()
+                        .filter(|c| c.as_int() != Some(1))
+                        .cloned()
+                        .reduce(Expr::and)
+                        .map(|c| simplify(&c))
+                })
+                .clone();
+            let same = |a: &Option<Expr>, b: &Option<Expr>| match (a, b) {
+                (Some(a), Some(b)) => std::ptr::eq(a.node(), b.node()) || a == b,
+                (a, b) => a.is_none() && b.is_none(),
+            };
             match readers
                 .iter_mut()
-                .find(|r| &r.reader == reader && r.condition == condition)
+                .find(|r| &r.reader == reader && same(&r.condition, &condition))
             {
                 Some(r) => {
                     let mut u = Some(std::mem::take(&mut r.region));
@@ -190,6 +202,7 @@ impl BoxFinder<'_> {
         for _ in 0..pushed {
             self.scope.pop();
             self.nonempty.pop();
+            self.read_condition = None;
         }
     }
 
@@ -341,12 +354,16 @@ impl BoxFinder<'_> {
                     min: join(cur.min, lo, Expr::max),
                     max: join(cur.max, hi, Expr::min),
                 };
+                // Only the reads per reader (input checks) use it.
                 let nonempty = match (&narrowed.min, &narrowed.max) {
-                    (Some(lo), Some(hi)) => simplify(&Expr::le(lo.clone(), hi.clone())),
+                    (Some(lo), Some(hi)) if self.by_reader.is_some() => {
+                        simplify(&Expr::le(lo.clone(), hi.clone()))
+                    }
                     _ => Expr::bool(true),
                 };
                 self.scope.push(v, narrowed);
                 self.nonempty.push(nonempty);
+                self.read_condition = None;
                 1
             }
             _ => 0,
@@ -1262,8 +1279,14 @@ fn checked_region(
             .map(|(l, h)| (simplify(l), simplify(h)))
             .collect::<Vec<_>>()
     });
-    let needs_condition = |region: &Vec<(Expr, Expr)>| {
-        !covered_anyway(input, region) && always.as_ref().is_none_or(|a| !within(region, a))
+    // Arms read the same intervals in some dimensions (a border rule's
+    // rows): each fact is proved once.
+    let mut proofs = Proofs::default();
+    let mut needs_condition = |region: &Vec<(Expr, Expr)>| {
+        !covered_anyway(input, region, &mut proofs)
+            && always
+                .as_ref()
+                .is_none_or(|a| !within(region, a, &mut proofs))
     };
     let mut conditional: Vec<(Expr, Vec<(Expr, Expr)>)> = Vec::new();
     let mut plain: Vec<Vec<(Expr, Expr)>> = Vec::new();
@@ -1306,15 +1329,29 @@ fn checked_region(
 /// Whether each interval of `inner` is known to lie within the same
 /// dimension's interval of `outer` (its min at least the other's, its max
 /// at most), so that a union with `outer` is `outer`.
-fn within(inner: &[(Expr, Expr)], outer: &[(Expr, Expr)]) -> bool {
-    let at_most_zero = |e: Expr| crate::arith::provably_nonpositive(&e, 6);
+fn within(inner: &[(Expr, Expr)], outer: &[(Expr, Expr)], proofs: &mut Proofs) -> bool {
     inner
         .iter()
         .zip(outer)
         .all(|((lo, hi), (outer_lo, outer_hi))| {
-            at_most_zero(Expr::sub(outer_lo.clone(), lo.clone()))
-                && at_most_zero(Expr::sub(hi.clone(), outer_hi.clone()))
+            proofs.nonpositive(Expr::sub(outer_lo.clone(), lo.clone()))
+                && proofs.nonpositive(Expr::sub(hi.clone(), outer_hi.clone()))
         })
+}
+
+/// [`crate::arith::provably_nonpositive`], remembered.
+#[derive(Default)]
+struct Proofs(Vec<(Expr, bool)>);
+
+impl Proofs {
+    fn nonpositive(&mut self, e: Expr) -> bool {
+        if let Some((_, known)) = self.0.iter().find(|(f, _)| *f == e) {
+            return *known;
+        }
+        let known = crate::arith::provably_nonpositive(&e, 4);
+        self.0.push((e, known));
+        known
+    }
 }
 
 /// Whether `buffer` is known to cover `region` wherever that is not empty,
@@ -1324,7 +1361,7 @@ fn within(inner: &[(Expr, Expr)], outer: &[(Expr, Expr)]) -> bool {
 /// in x and `[max(lo, src.min.1), min(hi, src.max.1)]` in y. Leaving a condition
 /// out only makes a check stricter (smaller buffers are checked as before
 /// conditions were tracked).
-fn covered_anyway(buffer: &str, region: &[(Expr, Expr)]) -> bool {
+fn covered_anyway(buffer: &str, region: &[(Expr, Expr)], proofs: &mut Proofs) -> bool {
     let assumed: std::collections::HashMap<String, Expr> = (0..region.len())
         .map(|d| {
             let extent = buffer_field(buffer, "extent", d);
@@ -1332,9 +1369,8 @@ fn covered_anyway(buffer: &str, region: &[(Expr, Expr)]) -> bool {
             (extent, at_least)
         })
         .collect();
-    let at_most_zero = |e: Expr| {
-        crate::arith::provably_nonpositive(&argent_arith::substitute_many(&e, &assumed), 6)
-    };
+    let mut at_most_zero =
+        |e: Expr| proofs.nonpositive(argent_arith::substitute_many(&e, &assumed));
     region.iter().enumerate().all(|(d, (lo, hi))| {
         let given_min = Expr::var_i32(buffer_field(buffer, "min", d));
         let extent = Expr::var_i32(buffer_field(buffer, "extent", d));
