@@ -174,6 +174,18 @@ describe("tiles mode (no SharedArrayBuffer)", () => {
     await checkFarArms(tiles);
   });
 
+  test("strips that read the input only in arms no point takes copy none of it", async () => {
+    const pipeline = await tiles.compile(`input u8 in(x, y)
+out(x, y) = select(y > 1000, in(x, y - 1000), 3) + select(x > 100, in(x * x, y), 0)
+output out
+schedule { out.vectorize(x, 16).parallel(y) }
+`);
+    const { outputs, stats } = await pipeline.run({ inputs: { in: grayImage(45, 23) } });
+    assert.deepEqual(Array.from(outputs.out.data), new Array(45 * 23).fill(3));
+    assert.deepEqual(stats.inputBytesPerThread, [0, 0, 0]);
+    pipeline.dispose();
+  });
+
   test("strips are joined straight into the caller's array", async () => {
     const pipeline = await tiles.compile(SCALE);
     const image = grayImage(31, 23);
