@@ -1262,19 +1262,7 @@ fn checked_region(
         }
         bounded.push((group.condition.as_ref(), region));
     }
-    let union = |regions: &mut dyn Iterator<Item = &Vec<(Expr, Expr)>>| {
-        regions.fold(None, |acc: Option<Vec<(Expr, Expr)>>, r| {
-            Some(match acc {
-                None => r.clone(),
-                Some(acc) => acc
-                    .into_iter()
-                    .zip(r)
-                    .map(|((l, h), (lo, hi))| (Expr::min(l, lo.clone()), Expr::max(h, hi.clone())))
-                    .collect(),
-            })
-        })
-    };
-    let always = union(&mut bounded.iter().filter(|(c, _)| c.is_none()).map(|(_, r)| r)).map(|r| {
+    let always = union_of(bounded.iter().filter(|(c, _)| c.is_none()).map(|(_, r)| r)).map(|r| {
         r.iter()
             .map(|(l, h)| (simplify(l), simplify(h)))
             .collect::<Vec<_>>()
@@ -1304,7 +1292,7 @@ fn checked_region(
             .map(|(c, _)| c.clone())
             .reduce(Expr::or)
             .expect("not empty");
-        let region = union(&mut rest.iter().map(|(_, r)| r)).expect("not empty");
+        let region = union_of(rest.iter().map(|(_, r)| r)).expect("not empty");
         conditional.push((simplify(&any), region));
     }
     let counted = conditional.into_iter().map(|(c, region)| {
@@ -1319,11 +1307,28 @@ fn checked_region(
             .collect::<Vec<_>>()
     });
     let counted: Vec<Vec<(Expr, Expr)>> = plain.into_iter().chain(counted).collect();
-    let region = union(&mut counted.iter()).unwrap_or_default();
+    let region = union_of(&counted).unwrap_or_default();
     Ok(region
         .iter()
         .map(|(lo, hi)| (simplify(lo), simplify(hi)))
         .collect())
+}
+
+/// The smallest region containing each of `regions` (unsimplified);
+/// `None` if there are none.
+fn union_of<'r>(
+    regions: impl IntoIterator<Item = &'r Vec<(Expr, Expr)>>,
+) -> Option<Vec<(Expr, Expr)>> {
+    regions.into_iter().fold(None, |acc, r| {
+        Some(match acc {
+            None => r.clone(),
+            Some(acc) => acc
+                .into_iter()
+                .zip(r)
+                .map(|((l, h), (lo, hi))| (Expr::min(l, lo.clone()), Expr::max(h, hi.clone())))
+                .collect(),
+        })
+    })
 }
 
 /// Whether each interval of `inner` is known to lie within the same
@@ -1373,8 +1378,10 @@ fn covered_anyway(buffer: &str, region: &[(Expr, Expr)], proofs: &mut Proofs) ->
         |e: Expr| proofs.nonpositive(argent_arith::substitute_many(&e, &assumed));
     region.iter().enumerate().all(|(d, (lo, hi))| {
         let given_min = Expr::var_i32(buffer_field(buffer, "min", d));
-        let extent = Expr::var_i32(buffer_field(buffer, "extent", d));
-        let given_max = Expr::sub(Expr::add(given_min.clone(), extent), Expr::i32(1));
+        let given_max = max_of(
+            &given_min,
+            &Expr::var_i32(buffer_field(buffer, "extent", d)),
+        );
         at_most_zero(Expr::sub(given_min, lo.clone()))
             && at_most_zero(Expr::sub(hi.clone(), given_max))
     })
