@@ -3,15 +3,16 @@
 
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { test } from "node:test";
+import { after, test } from "node:test";
 import { readPhoto } from "../dist/node.js";
 import { EXAMPLES, IMAGES, WEB, firstDifference, referenceOutputs } from "./helpers.mjs";
 
 const CLI = join(WEB, "dist", "cli.js");
 const scratch = mkdtempSync(join(tmpdir(), "argent-cli-"));
+after(() => rmSync(scratch, { recursive: true, force: true }));
 
 function argent(...args) {
   return spawnSync(process.execPath, [CLI, ...args], { encoding: "utf8", timeout: 300_000 });

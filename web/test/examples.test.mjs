@@ -5,7 +5,7 @@
 // benchmarks' own schedules, named `bench/NAME`).
 
 import assert from "node:assert/strict";
-import { readdirSync, readFileSync, mkdtempSync } from "node:fs";
+import { readdirSync, readFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -62,6 +62,7 @@ before(async () => {
 });
 after(() => {
   for (const runtime of runtimes.values()) runtime.dispose();
+  rmSync(scratch, { recursive: true, force: true });
 });
 
 /** Each output raster of `pipeline` has the shape and samples of the reference's. */

@@ -6,7 +6,7 @@
 
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -25,12 +25,16 @@ function handModule(threads) {
   const args = ["run", "--release", "-j2", "-q", "-p", "argent-web", "--example", "hand_module", "--", dir];
   if (threads) args.push("threads");
   const built = spawnSync("cargo", args, { cwd: process.env.ARGENT_CARGO_DIR ?? REPO, encoding: "utf8" });
-  if (built.status !== 0) throw new Error(`cargo ${args.join(" ")} failed:\n${built.stderr}`);
-  return {
-    wasm: new Uint8Array(readFileSync(join(dir, "hand.wasm"))),
-    abi: JSON.parse(readFileSync(join(dir, "hand.abi.json"), "utf8")),
-    pipeline: DESCRIPTION,
-  };
+  try {
+    if (built.status !== 0) throw new Error(`cargo ${args.join(" ")} failed:\n${built.stderr}`);
+    return {
+      wasm: new Uint8Array(readFileSync(join(dir, "hand.wasm"))),
+      abi: JSON.parse(readFileSync(join(dir, "hand.abi.json"), "utf8")),
+      pipeline: DESCRIPTION,
+    };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 function image(width, height) {

@@ -15,7 +15,7 @@
 // compared, so the check cannot silently check nothing.
 
 import assert from "node:assert/strict";
-import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -71,6 +71,7 @@ before(async () => {
 });
 after(() => {
   for (const runtime of runtimes.values()) runtime.dispose();
+  rmSync(scratch, { recursive: true, force: true });
 });
 
 /** Why a compile or run of a random schedule is legitimately refused, or null. */
