@@ -15,7 +15,12 @@
 //!   runtime, so each loop nest that uses them is versioned: copies for
 //!   `stride.0` 3 (RGB) and 4 (RGBA), which backends load as windows and
 //!   shuffles, and the general body for every other layout (planar data
-//!   among them). Results never change.
+//!   among them). A copy also takes each such buffer to hold exactly that
+//!   many channels from channel 0 (`min.2 == 0`, `extent.2` equal to the
+//!   stride), as the runtime passes them: a boundary condition's clamp of
+//!   `c` then folds to a constant, so an unrolled channel reads its window
+//!   at a constant offset instead of through a versioned, clamped index
+//!   (an RGBA 3x3 blur: 10-17% faster). Results never change.
 //!
 //! ```text
 //!                                          assert(out.stride.0 == 1, StrideNotOne { buffer: "out" }, [out.stride.0])
@@ -195,6 +200,19 @@ fn version(s: &Stmt, strides: &[(String, i64)], lets: &[(String, Expr)]) -> Stmt
             for buffer in &unrolled.buffers {
                 values.push((format!("{buffer}.min.2"), 0));
                 values.push((format!("{buffer}.extent.2"), channels));
+            }
+            // Every interleaved buffer here also holds exactly `channels`
+            // channels from channel 0 (what the runtime passes: a
+            // three-dimensional image's innermost stride is its channel
+            // count), so a boundary condition's clamp of `c` folds to a
+            // constant and the channels of one pixel sit at constant
+            // offsets from each other (loads that share a window).
+            for (name, _) in strides {
+                let buffer = name.trim_end_matches(".stride.0");
+                if !unrolled.buffers.iter().any(|b| b == buffer) {
+                    values.push((format!("{buffer}.min.2"), 0));
+                    values.push((format!("{buffer}.extent.2"), channels));
+                }
             }
             let cond = values
                 .iter()
@@ -541,11 +559,11 @@ mod tests {
         };
         expect![[r#"
             assert((out.stride.0 == 1), StrideNotOne { buffer: "out" }, [out.stride.0])
-            if (((in.stride.0 == 3) && (in.stride.2 == 1))) {
+            if (((((in.stride.0 == 3) && (in.stride.2 == 1)) && (in.min.2 == 0)) && (in.extent.2 == 3))) {
               out[1] = in[3]
             }
             else {
-              if (((in.stride.0 == 4) && (in.stride.2 == 1))) {
+              if (((((in.stride.0 == 4) && (in.stride.2 == 1)) && (in.min.2 == 0)) && (in.extent.2 == 4))) {
                 out[1] = in[4]
               }
               else {
@@ -603,17 +621,17 @@ mod tests {
         };
         let s = argent_arith::simplify_stmt(&specialize_strides(&body, &buffers, &HashMap::new()));
         expect![[r#"
-            if (((((((in.stride.0 == 3) && (in.stride.2 == 1)) && (out.stride.0 == 3)) && (out.stride.2 == 1)) && (out.min.2 == 0)) && (out.extent.2 == 3))) {
-              out[ramp(0, 3, 4)] = (in[ramp((0 - in.min.2), 3, 4)] + x4(u8(1)))
-              out[ramp(1, 3, 4)] = (in[ramp((1 - in.min.2), 3, 4)] + x4(u8(1)))
-              out[ramp(2, 3, 4)] = (in[ramp((2 - in.min.2), 3, 4)] + x4(u8(1)))
+            if (((((((((in.stride.0 == 3) && (in.stride.2 == 1)) && (out.stride.0 == 3)) && (out.stride.2 == 1)) && (out.min.2 == 0)) && (out.extent.2 == 3)) && (in.min.2 == 0)) && (in.extent.2 == 3))) {
+              out[ramp(0, 3, 4)] = (in[ramp(0, 3, 4)] + x4(u8(1)))
+              out[ramp(1, 3, 4)] = (in[ramp(1, 3, 4)] + x4(u8(1)))
+              out[ramp(2, 3, 4)] = (in[ramp(2, 3, 4)] + x4(u8(1)))
             }
             else {
-              if (((((((in.stride.0 == 4) && (in.stride.2 == 1)) && (out.stride.0 == 4)) && (out.stride.2 == 1)) && (out.min.2 == 0)) && (out.extent.2 == 4))) {
-                out[ramp(0, 4, 4)] = (in[ramp((0 - in.min.2), 4, 4)] + x4(u8(1)))
-                out[ramp(1, 4, 4)] = (in[ramp((1 - in.min.2), 4, 4)] + x4(u8(1)))
-                out[ramp(2, 4, 4)] = (in[ramp((2 - in.min.2), 4, 4)] + x4(u8(1)))
-                out[ramp(3, 4, 4)] = in[ramp((3 - in.min.2), 4, 4)]
+              if (((((((((in.stride.0 == 4) && (in.stride.2 == 1)) && (out.stride.0 == 4)) && (out.stride.2 == 1)) && (out.min.2 == 0)) && (out.extent.2 == 4)) && (in.min.2 == 0)) && (in.extent.2 == 4))) {
+                out[ramp(0, 4, 4)] = (in[ramp(0, 4, 4)] + x4(u8(1)))
+                out[ramp(1, 4, 4)] = (in[ramp(1, 4, 4)] + x4(u8(1)))
+                out[ramp(2, 4, 4)] = (in[ramp(2, 4, 4)] + x4(u8(1)))
+                out[ramp(3, 4, 4)] = in[ramp(3, 4, 4)]
               }
               else {
                 for (c, out.min.2, out.extent.2) {
@@ -644,7 +662,7 @@ mod tests {
         };
         let s = specialize_strides(&gathering, &buffers, &HashMap::new()).to_string();
         assert!(
-            !s.contains("out.extent.2 == 3") && s.contains("for (c"),
+            s.contains("for (c, 0, 3)") && !s.contains("out[ramp(0, 3, 4)]"),
             "{s}"
         );
     }
@@ -661,7 +679,7 @@ mod tests {
         };
         let floors = HashMap::from([("out".to_string(), 4)]);
         expect![[r#"
-            if (((out.stride.0 == 4) && (out.stride.2 == 1))) {
+            if (((((out.stride.0 == 4) && (out.stride.2 == 1)) && (out.min.2 == 0)) && (out.extent.2 == 4))) {
               out[4] = u8(7)
             }
             else {

@@ -33,6 +33,10 @@ fn main() {
     if std::env::var("DUMP_IR").is_ok() {
         eprintln!("{}", lowered.module.body);
     }
+    // ARGENT_PRINT_AFTER=PASS (or `all`) prints the IR after that pass.
+    for (pass, text) in &lowered.dumps {
+        eprintln!("// after {pass}\n{text}");
+    }
     let start = std::time::Instant::now();
     // THREADS=1 generates the module the runtime uses (shared memory,
     // `env.parallel_for`), as it does on every thread count.
