@@ -776,6 +776,71 @@ fn same_bits(ty: Type, got: &[u8], want: &[u8]) -> bool {
         })
 }
 
+/// How an input with channels is laid out in memory: the runtime passes
+/// interleaved pixels (`stride.0` is the channel count), but a descriptor
+/// may give any strides, and the module must read every layout alike.
+#[derive(Clone, Copy, Debug)]
+enum Layout {
+    Interleaved,
+    /// One plane per channel (`stride.0 == 1`).
+    Planar,
+    /// Interleaved with one unused element after each pixel (RGB in RGBX):
+    /// `stride.0` is one more than the channel count, so the copies of the
+    /// code for interleaved RGB and RGBA must not run.
+    Padded,
+}
+
+/// The layout of input `k` of program `seed`: interleaved in half of the
+/// programs, planar or padded in a quarter each (from the seed alone, so
+/// the programs and schedules of a seed do not change).
+fn input_layout(seed: u64, k: usize) -> Layout {
+    match seed
+        .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        .wrapping_add(k as u64)
+        >> 62
+    {
+        0 => Layout::Planar,
+        1 => Layout::Padded,
+        _ => Layout::Interleaved,
+    }
+}
+
+/// An input's interleaved bytes (`bytes`, of elements `elem` bytes wide) as
+/// a buffer argument in `layout`.
+fn input_arg(bytes: &[u8], elem: usize, mins: &[i64], extents: &[i64], layout: Layout) -> BufData {
+    if extents.len() != 3 || matches!(layout, Layout::Interleaved) {
+        return buffer_arg(bytes.to_vec(), mins, extents);
+    }
+    let (w, h, c) = (
+        extents[0] as usize,
+        extents[1] as usize,
+        extents[2] as usize,
+    );
+    // Element strides of x, y and c.
+    let (sx, sy, sc) = match layout {
+        Layout::Planar => (1, w, w * h),
+        _ => (c + 1, w * (c + 1), 1),
+    };
+    let mut out = vec![0xa5u8; (w * h * c.max(sx)).max(sc * c) * elem];
+    for y in 0..h {
+        for x in 0..w {
+            for ch in 0..c {
+                let from = ((y * w + x) * c + ch) * elem;
+                let to = (x * sx + y * sy + ch * sc) * elem;
+                out[to..to + elem].copy_from_slice(&bytes[from..from + elem]);
+            }
+        }
+    }
+    BufData {
+        bytes: out,
+        dims: vec![
+            (mins[0] as i32, w as i32, sx as i32),
+            (mins[1] as i32, h as i32, sy as i32),
+            (0, c as i32, sc as i32),
+        ],
+    }
+}
+
 /// A buffer argument for the module over `[min, min + extent)` per
 /// dimension: dense rows, or interleaved channels for three dimensions.
 fn buffer_arg(bytes: Vec<u8>, mins: &[i64], extents: &[i64]) -> BufData {
@@ -965,11 +1030,18 @@ fn check_random_programs() {
             .iter()
             .map(|b| match b.role {
                 BufferRole::Input => {
-                    let (_, image, mins, extents) = inputs
+                    let k = inputs
                         .iter()
-                        .find(|(n, ..)| *n == b.name)
+                        .position(|(n, ..)| *n == b.name)
                         .expect("an image per input");
-                    buffer_arg(image.bytes().to_vec(), mins, extents)
+                    let (_, image, mins, extents) = &inputs[k];
+                    input_arg(
+                        image.bytes(),
+                        b.ty.bytes(),
+                        mins,
+                        extents,
+                        input_layout(seed, k),
+                    )
                 }
                 _ => {
                     let elements: i64 = output_extents.iter().product();
@@ -1167,8 +1239,11 @@ fn check_random_programs() {
                 })
             };
             if let Some(why) = verdict {
+                let layouts: Vec<Layout> = (0..case.buffers.len())
+                    .map(|k| input_layout(*seed, k))
+                    .collect();
                 failures.push(format!(
-                    "seed {seed} ({label}): {why}\n{}schedule:\n{}\n",
+                    "seed {seed} ({label}, input layouts {layouts:?}): {why}\n{}schedule:\n{}\n",
                     case.program.source, case.schedule
                 ));
             }
