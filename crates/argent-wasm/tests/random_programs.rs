@@ -776,9 +776,12 @@ fn same_bits(ty: Type, got: &[u8], want: &[u8]) -> bool {
         })
 }
 
-/// How an input with channels is laid out in memory: the runtime passes
+/// How a buffer with channels is laid out in memory: the runtime passes
 /// interleaved pixels (`stride.0` is the channel count), but a descriptor
 /// may give any strides, and the module must read every layout alike.
+/// Where the layouts of outputs start among [`buffer_layout`]'s buffers.
+const OUTPUT_LAYOUTS: usize = 8;
+
 #[derive(Clone, Copy, Debug)]
 enum Layout {
     Interleaved,
@@ -790,10 +793,11 @@ enum Layout {
     Padded,
 }
 
-/// The layout of input `k` of program `seed`: interleaved in half of the
-/// programs, planar or padded in a quarter each (from the seed alone, so
-/// the programs and schedules of a seed do not change).
-fn input_layout(seed: u64, k: usize) -> Layout {
+/// The layout of input `k` (output `k` is buffer `OUTPUT_LAYOUTS + k`) of
+/// program `seed`: interleaved in half of the programs, planar or padded
+/// in a quarter each (from the seed alone, so the programs and schedules
+/// of a seed do not change).
+fn buffer_layout(seed: u64, k: usize) -> Layout {
     match seed
         .wrapping_mul(0x9e37_79b9_7f4a_7c15)
         .wrapping_add(k as u64)
@@ -805,9 +809,19 @@ fn input_layout(seed: u64, k: usize) -> Layout {
     }
 }
 
-/// An input's interleaved bytes (`bytes`, of elements `elem` bytes wide) as
-/// a buffer argument in `layout`.
-fn input_arg(bytes: &[u8], elem: usize, mins: &[i64], extents: &[i64], layout: Layout) -> BufData {
+/// The layout of output `name` of program `seed`.
+fn output_layout(pipeline: &argent_ir::Pipeline, seed: u64, name: &str) -> Layout {
+    let k = pipeline
+        .outputs
+        .iter()
+        .position(|o| o == name)
+        .expect("an output of the pipeline");
+    buffer_layout(seed, OUTPUT_LAYOUTS + k)
+}
+
+/// A buffer's interleaved bytes (`bytes`, of elements `elem` bytes wide)
+/// as a buffer argument in `layout` (elements no pixel covers hold 0xa5).
+fn layout_arg(bytes: &[u8], elem: usize, mins: &[i64], extents: &[i64], layout: Layout) -> BufData {
     if extents.len() != 3 || matches!(layout, Layout::Interleaved) {
         return buffer_arg(bytes.to_vec(), mins, extents);
     }
@@ -1035,20 +1049,22 @@ fn check_random_programs() {
                         .position(|(n, ..)| *n == b.name)
                         .expect("an image per input");
                     let (_, image, mins, extents) = &inputs[k];
-                    input_arg(
+                    layout_arg(
                         image.bytes(),
                         b.ty.bytes(),
                         mins,
                         extents,
-                        input_layout(seed, k),
+                        buffer_layout(seed, k),
                     )
                 }
                 _ => {
                     let elements: i64 = output_extents.iter().product();
-                    buffer_arg(
-                        vec![0; elements as usize * b.ty.bytes()],
-                        &[0, 0],
+                    layout_arg(
+                        &vec![0; elements as usize * b.ty.bytes()],
+                        b.ty.bytes(),
+                        &[0, 0, 0],
                         &output_extents,
+                        output_layout(&pipeline, seed, &b.name),
                     )
                 }
             })
@@ -1076,7 +1092,15 @@ fn check_random_programs() {
                     .iter()
                     .position(|b| b.role == BufferRole::Output && b.name == pipeline.outputs[k])
                     .expect("a buffer per output");
-                (buffer, ty, want.bytes().to_vec())
+                let layout = output_layout(&pipeline, seed, &pipeline.outputs[k]);
+                let want = layout_arg(
+                    want.bytes(),
+                    ty.bytes(),
+                    &[0, 0, 0],
+                    &output_extents,
+                    layout,
+                );
+                (buffer, ty, want.bytes)
             })
             .collect();
         // Every parameter runs with its default, as in the interpreter.
@@ -1239,12 +1263,16 @@ fn check_random_programs() {
                 })
             };
             if let Some(why) = verdict {
-                let layouts: Vec<Layout> = (0..case.buffers.len())
-                    .map(|k| input_layout(*seed, k))
+                let layouts: Vec<String> = case
+                    .buffers
+                    .iter()
+                    .map(|b| format!("{:?}", b.dims.iter().map(|d| d.2).collect::<Vec<_>>()))
                     .collect();
                 failures.push(format!(
-                    "seed {seed} ({label}, input layouts {layouts:?}): {why}\n{}schedule:\n{}\n",
-                    case.program.source, case.schedule
+                    "seed {seed} ({label}, buffer strides {}): {why}\n{}schedule:\n{}\n",
+                    layouts.join(" "),
+                    case.program.source,
+                    case.schedule
                 ));
             }
         }
