@@ -8,7 +8,9 @@
 //! definitions: stencil reductions, scans, a histogram over a fixed or
 //! the whole input's domain and its gathers; sometimes two or three
 //! outputs that later stages read),
-//! each under a random schedule, go through the whole compiler
+//! each under a random schedule, images with channels interleaved as the
+//! runtime passes them or (each buffer in half of the seeds) planar or padded (RGB in
+//! RGBX), go through the whole compiler
 //! (parser, checker, lowering passes, backend) and run in Node with SIMD
 //! and scalar code. Every output must equal the reference interpreter's
 //! evaluation of the algorithm alone, bit for bit (any NaN equals any NaN:
