@@ -2,6 +2,8 @@
 // flags, taken out of the arguments as they are read, so that what is left
 // are the positional arguments (pipeline files).
 
+import { availableParallelism } from "node:os";
+
 /** Reads options and flags out of `argv` (default: this process's arguments). */
 export function commandLine(argv = process.argv.slice(2)) {
   const rest = [...argv];
@@ -22,4 +24,15 @@ export function commandLine(argv = process.argv.slice(2)) {
     /** The arguments not read as options or flags. */
     rest,
   };
+}
+
+/**
+ * The thread counts of `--threads A,B,...` read with `option` (from
+ * `commandLine`), each once, in order; by default 1 and all cores.
+ */
+export function threadCountsOption(option) {
+  return option("--threads", `1,${availableParallelism()}`)
+    .split(",")
+    .map(Number)
+    .filter((n, i, all) => all.indexOf(n) === i);
 }

@@ -14,7 +14,7 @@ import { readFileSync } from "node:fs";
 import { availableParallelism, loadavg } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { commandLine } from "./args.mjs";
+import { commandLine, threadCountsOption } from "./args.mjs";
 import { acrossProcessesIfAsked, median, pairedBlocks, quartiles, wallTime } from "./paired.mjs";
 import { noisePixels } from "./pixels.mjs";
 
@@ -25,10 +25,7 @@ const { option } = commandLine();
 await acrossProcessesIfAsked(option, import.meta.url);
 const blocks = Number(option("--blocks", "11"));
 const runsPerBlock = Number(option("--runs", "7"));
-const threadCounts = option("--threads", `1,${availableParallelism()}`)
-  .split(",")
-  .map(Number)
-  .filter((n, i, all) => all.indexOf(n) === i);
+const threadCounts = threadCountsOption(option);
 const W = 3072;
 const H = 2048;
 const pixels = noisePixels(Uint16Array, W * H, 12);
