@@ -197,22 +197,17 @@ fn version(s: &Stmt, strides: &[(String, i64)], lets: &[(String, Expr)]) -> Stmt
             // (`interleave_stores`) instead of lane-by-lane scatters, and
             // tests on `c` (an alpha channel passed through) fold away.
             let unrolled = unroll_channel_loops(s, strides, lets, channels);
-            for buffer in &unrolled.buffers {
-                values.push((format!("{buffer}.min.2"), 0));
-                values.push((format!("{buffer}.extent.2"), channels));
-            }
             // Every interleaved buffer here also holds exactly `channels`
             // channels from channel 0 (what the runtime passes: a
             // three-dimensional image's innermost stride is its channel
-            // count), so a boundary condition's clamp of `c` folds to a
-            // constant and the channels of one pixel sit at constant
-            // offsets from each other (loads that share a window).
+            // count), which the unrolled channel loops need, and which
+            // folds a boundary condition's clamp of `c` to a constant: the
+            // channels of one pixel then sit at constant offsets from each
+            // other (loads from one pointer).
             for (name, _) in strides {
                 let buffer = name.trim_end_matches(".stride.0");
-                if !unrolled.buffers.iter().any(|b| b == buffer) {
-                    values.push((format!("{buffer}.min.2"), 0));
-                    values.push((format!("{buffer}.extent.2"), channels));
-                }
+                values.push((format!("{buffer}.min.2"), 0));
+                values.push((format!("{buffer}.extent.2"), channels));
             }
             let cond = values
                 .iter()
@@ -220,20 +215,13 @@ fn version(s: &Stmt, strides: &[(String, i64)], lets: &[(String, Expr)]) -> Stmt
                 .reduce(Expr::and)
                 .expect("a stride is used");
             let values: HashMap<String, i64> = values.into_iter().collect();
-            let then = KnownStrides::new(values).mutate_stmt(&unrolled.stmt);
+            let then = KnownStrides::new(values).mutate_stmt(&unrolled);
             Stmt::IfThenElse {
                 cond,
                 then: Box::new(then),
                 otherwise: Some(Box::new(otherwise)),
             }
         })
-}
-
-/// A statement whose channel loops are unrolled, and the buffers whose
-/// channel counts those loops ran over.
-struct UnrolledChannelLoops {
-    stmt: Stmt,
-    buffers: Vec<String>,
 }
 
 /// `s` with each innermost loop over `b.min.2 .. b.min.2 + b.extent.2`
@@ -246,12 +234,11 @@ fn unroll_channel_loops(
     strides: &[(String, i64)],
     lets: &[(String, Expr)],
     channels: i64,
-) -> UnrolledChannelLoops {
+) -> Stmt {
     struct Marker<'a> {
         strides: &'a [(String, i64)],
         lets: Vec<(String, Expr)>,
         channels: i64,
-        buffers: Vec<String>,
     }
     impl Marker<'_> {
         /// `e` with the `let`s around it substituted (those its names
@@ -276,18 +263,19 @@ fn unroll_channel_loops(
             simplify(&e)
         }
 
-        /// The buffer of `strides` with vector stores in `body` whose
-        /// channels `min` and `extent` cover.
-        fn channels_of(&self, min: &Expr, extent: &Expr, body: &Stmt) -> Option<String> {
-            let buffer = self.strides.iter().find_map(|(stride, _)| {
+        /// Whether `min` and `extent` cover the channels of a buffer of
+        /// `strides` that `body` stores vectors into.
+        fn over_channels(&self, min: &Expr, extent: &Expr, body: &Stmt) -> bool {
+            let Some(buffer) = self.strides.iter().find_map(|(stride, _)| {
                 let buffer = stride.strip_suffix(".stride.0")?;
                 stores_vectors_into(body, buffer).then_some(buffer)
-            })?;
+            }) else {
+                return false;
+            };
             let is_var =
                 |e: &Expr, name: String| matches!(e.kind(), ExprKind::Var(n) if *n == name);
-            (is_var(&self.expand(min), format!("{buffer}.min.2"))
-                && is_var(&self.expand(extent), format!("{buffer}.extent.2")))
-            .then(|| buffer.to_string())
+            is_var(&self.expand(min), format!("{buffer}.min.2"))
+                && is_var(&self.expand(extent), format!("{buffer}.extent.2"))
         }
     }
     impl Mutator for Marker<'_> {
@@ -310,35 +298,26 @@ fn unroll_channel_loops(
                     kind: ForKind::Serial,
                     body,
                 } if !argent_ir::visit::has_loop(body) && !gathers(body) => {
-                    match self.channels_of(min, extent, body) {
-                        Some(buffer) => {
-                            if !self.buffers.contains(&buffer) {
-                                self.buffers.push(buffer);
-                            }
-                            Stmt::block(
-                                (0..self.channels)
-                                    .map(|c| substitute_stmt(body, var, &Expr::i32(c)))
-                                    .collect(),
-                            )
-                        }
-                        None => s.clone(),
+                    if self.over_channels(min, extent, body) {
+                        Stmt::block(
+                            (0..self.channels)
+                                .map(|c| substitute_stmt(body, var, &Expr::i32(c)))
+                                .collect(),
+                        )
+                    } else {
+                        s.clone()
                     }
                 }
                 _ => mutate_stmt_children(self, s),
             }
         }
     }
-    let mut marker = Marker {
+    Marker {
         strides,
         lets: lets.to_vec(),
         channels,
-        buffers: Vec::new(),
-    };
-    let stmt = marker.mutate_stmt(s);
-    UnrolledChannelLoops {
-        stmt,
-        buffers: marker.buffers,
     }
+    .mutate_stmt(s)
 }
 
 /// Whether `s` loads a vector from lane positions it computes other than
@@ -621,13 +600,13 @@ mod tests {
         };
         let s = argent_arith::simplify_stmt(&specialize_strides(&body, &buffers, &HashMap::new()));
         expect![[r#"
-            if (((((((((in.stride.0 == 3) && (in.stride.2 == 1)) && (out.stride.0 == 3)) && (out.stride.2 == 1)) && (out.min.2 == 0)) && (out.extent.2 == 3)) && (in.min.2 == 0)) && (in.extent.2 == 3))) {
+            if (((((((((in.stride.0 == 3) && (in.stride.2 == 1)) && (out.stride.0 == 3)) && (out.stride.2 == 1)) && (in.min.2 == 0)) && (in.extent.2 == 3)) && (out.min.2 == 0)) && (out.extent.2 == 3))) {
               out[ramp(0, 3, 4)] = (in[ramp(0, 3, 4)] + x4(u8(1)))
               out[ramp(1, 3, 4)] = (in[ramp(1, 3, 4)] + x4(u8(1)))
               out[ramp(2, 3, 4)] = (in[ramp(2, 3, 4)] + x4(u8(1)))
             }
             else {
-              if (((((((((in.stride.0 == 4) && (in.stride.2 == 1)) && (out.stride.0 == 4)) && (out.stride.2 == 1)) && (out.min.2 == 0)) && (out.extent.2 == 4)) && (in.min.2 == 0)) && (in.extent.2 == 4))) {
+              if (((((((((in.stride.0 == 4) && (in.stride.2 == 1)) && (out.stride.0 == 4)) && (out.stride.2 == 1)) && (in.min.2 == 0)) && (in.extent.2 == 4)) && (out.min.2 == 0)) && (out.extent.2 == 4))) {
                 out[ramp(0, 4, 4)] = (in[ramp(0, 4, 4)] + x4(u8(1)))
                 out[ramp(1, 4, 4)] = (in[ramp(1, 4, 4)] + x4(u8(1)))
                 out[ramp(2, 4, 4)] = (in[ramp(2, 4, 4)] + x4(u8(1)))
