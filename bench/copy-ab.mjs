@@ -11,11 +11,10 @@
 // Usage (after scripts/build-web.sh):
 //   node --no-liftoff bench/copy-ab.mjs [--blocks N] [--runs N] [--threads 1,2] [--processes N]
 import { readFileSync } from "node:fs";
-import { availableParallelism, loadavg } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { commandLine, threadCountsOption } from "./args.mjs";
-import { acrossProcessesIfAsked, median, pairedBlocks, quartiles, wallTime } from "./paired.mjs";
+import { acrossProcessesIfAsked, median, pairedBlocks, pairedHeader, quartiles, residentGrayRun } from "./paired.mjs";
 import { noisePixels } from "./pixels.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -41,20 +40,7 @@ const workloads = [
   { name: "blur 3x3 3072x2048 u16 (strips)", file: "bench/schedules/box_blur_strips.ag" },
 ];
 
-/** A pipeline of `source` on `runtime` with resident input and output, and its run. */
-async function resident(runtime, source) {
-  const pipeline = await runtime.compile(source);
-  const input = await pipeline.allocateImage(pipeline.inputs[0].name, { width: W, height: H, channels: 1 });
-  const output = await pipeline.allocateImage(pipeline.outputs[0].name, { width: W, height: H, channels: 1 });
-  input.data.set(pixels);
-  const request = { inputs: { [pipeline.inputs[0].name]: input }, into: { [pipeline.outputs[0].name]: output.data } };
-  return { pipeline, run: () => wallTime(() => pipeline.run(request)) };
-}
-
-console.log(
-  `node ${process.version}, ${availableParallelism()} cores, load ${loadavg().map((l) => l.toFixed(2)).join(" ")}; ` +
-    `${blocks} pairs of blocks of ${runsPerBlock} runs; ratio = workload block median / copy block median`,
-);
+console.log(pairedHeader(blocks, runsPerBlock, "workload block median / copy block median"));
 console.log("| workload | threads | copy ms | workload ms | x copy (median) | x copy quartiles |");
 console.log("|---|---|---|---|---|---|");
 for (const workload of workloads) {
@@ -62,8 +48,8 @@ for (const workload of workloads) {
   for (const threads of threadCounts) {
     const runtime = await argent.createRuntime({ threads });
     try {
-      const copy = await resident(runtime, COPY);
-      const work = await resident(runtime, source);
+      const copy = await residentGrayRun(runtime, COPY, pixels, W, H);
+      const work = await residentGrayRun(runtime, source, pixels, W, H);
       const { first: copies, second: works } = await pairedBlocks(copy.run, work.run, { blocks, runs: runsPerBlock });
       const ratios = works.map((w, b) => w / copies[b]);
       const [q1, q3] = quartiles(ratios);

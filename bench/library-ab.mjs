@@ -19,11 +19,10 @@
 // Defaults: 15 blocks of 7 runs each, 1 thread and all cores.
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { availableParallelism, loadavg } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { commandLine, threadCountsOption } from "./args.mjs";
-import { acrossProcessesIfAsked, median, pairedBlocks, quartiles, wallTime } from "./paired.mjs";
+import { acrossProcessesIfAsked, median, pairedBlocks, pairedHeader, quartiles, residentGrayRun, wallTime } from "./paired.mjs";
 import { noisePixels } from "./pixels.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -71,10 +70,7 @@ const workloads = [
   },
 ];
 
-console.log(
-  `node ${process.version}, ${availableParallelism()} cores, load ${loadavg().map((l) => l.toFixed(2)).join(" ")}; ` +
-    `${blocks} pairs of blocks of ${runsPerBlock} runs; ratio = library block median / Argent block median`,
-);
+console.log(pairedHeader(blocks, runsPerBlock, "library block median / Argent block median"));
 console.log("| workload | library | Argent | library ms | Argent ms | ratio median | ratio quartiles |");
 console.log("|---|---|---|---|---|---|---|");
 for (const workload of workloads) {
@@ -82,16 +78,11 @@ for (const workload of workloads) {
   for (const threads of threadCounts) {
     const runtime = await argent.createRuntime({ threads });
     try {
-      const pipeline = await runtime.compile(source);
-      const input = await pipeline.allocateImage(pipeline.inputs[0].name, { width: W, height: H, channels: 1 });
-      const output = await pipeline.allocateImage(pipeline.outputs[0].name, { width: W, height: H, channels: 1 });
-      input.data.set(pixels);
-      const request = { inputs: { [pipeline.inputs[0].name]: input }, into: { [pipeline.outputs[0].name]: output.data } };
-      const { first: library, second: ours } = await pairedBlocks(
-        () => wallTime(workload.call),
-        () => wallTime(() => pipeline.run(request)),
-        { blocks, runs: runsPerBlock },
-      );
+      const { pipeline, run } = await residentGrayRun(runtime, source, pixels, W, H);
+      const { first: library, second: ours } = await pairedBlocks(() => wallTime(workload.call), run, {
+        blocks,
+        runs: runsPerBlock,
+      });
       const ratios = library.map((l, b) => l / ours[b]);
       const [q1, q3] = quartiles(ratios);
       console.log(

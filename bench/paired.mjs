@@ -3,6 +3,8 @@
 // alternate, so each pair of adjacent blocks sees the same phase of a
 // machine whose speed drifts, and ratios are taken pair by pair.
 
+import { availableParallelism, loadavg } from "node:os";
+
 /** The median of `values`. */
 export function median(values) {
   const v = [...values].sort((a, b) => a - b);
@@ -103,4 +105,31 @@ export async function acrossProcessesIfAsked(option, scriptUrl) {
   argv.splice(argv.indexOf("--processes"), 2);
   await acrossProcesses(fileURLToPath(scriptUrl), argv, processes);
   process.exit(0);
+}
+
+/**
+ * A gray pipeline of `source` compiled on `runtime`, its input and output
+ * allocated in its own memory (resident, as a library's images live in
+ * its heap) with the input set to `pixels`, and a function that runs it
+ * once and resolves to the time taken (ms).
+ */
+export async function residentGrayRun(runtime, source, pixels, width, height) {
+  const pipeline = await runtime.compile(source);
+  const shape = { width, height, channels: 1 };
+  const input = await pipeline.allocateImage(pipeline.inputs[0].name, shape);
+  const output = await pipeline.allocateImage(pipeline.outputs[0].name, shape);
+  input.data.set(pixels);
+  const request = { inputs: { [pipeline.inputs[0].name]: input }, into: { [pipeline.outputs[0].name]: output.data } };
+  return { pipeline, run: () => wallTime(() => pipeline.run(request)) };
+}
+
+/** The line on the machine and the blocks that heads a paired table. */
+export function pairedHeader(blocks, runsPerBlock, ratio) {
+  const load = loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" ");
+  return (
+    `node ${process.version}, ${availableParallelism()} cores, load ${load}; ` +
+    `${blocks} pairs of blocks of ${runsPerBlock} runs; ratio = ${ratio}`
+  );
 }
