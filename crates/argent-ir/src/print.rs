@@ -304,7 +304,10 @@ impl Display for crate::DirectiveKind {
                 outer,
                 fused,
             } => write!(f, "{name}({inner}, {outer}, {fused})"),
-            D::Reorder(vars) | D::GpuBlocks(vars) | D::GpuThreads(vars) => {
+            D::Reorder(vars)
+            | D::ReorderStorage(vars)
+            | D::GpuBlocks(vars)
+            | D::GpuThreads(vars) => {
                 write!(f, "{name}({})", vars.join(", "))
             }
             D::Tile {

@@ -92,6 +92,9 @@ pub enum DirectiveKind {
         var: String,
         extent: Expr,
     },
+    /// The order of the func's dimensions in memory, innermost first (as
+    /// in Halide); dimensions left out keep their places.
+    ReorderStorage(Vec<String>),
     /// Split reduction variables off into an intermediate func with new pure
     /// variables, so the rest can be parallelised and merged.
     Rfactor {
@@ -131,6 +134,7 @@ impl DirectiveKind {
             DirectiveKind::Bound { .. } => "bound",
             DirectiveKind::AlignBounds { .. } => "align_bounds",
             DirectiveKind::FoldStorage { .. } => "fold_storage",
+            DirectiveKind::ReorderStorage(_) => "reorder_storage",
             DirectiveKind::Rfactor { .. } => "rfactor",
             DirectiveKind::GpuBlocks(_) => "gpu_blocks",
             DirectiveKind::GpuThreads(_) => "gpu_threads",

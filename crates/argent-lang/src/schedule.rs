@@ -14,7 +14,7 @@ use argent_ir::{
 
 /// The directives, with how many arguments each takes (variables first,
 /// then expressions) for the error messages.
-const DIRECTIVES: [(&str, &str); 21] = [
+const DIRECTIVES: [(&str, &str); 22] = [
     ("split", "split(old, outer, inner, factor[, tail])"),
     ("fuse", "fuse(inner, outer, fused)"),
     ("reorder", "reorder(innermost, ..., outermost)"),
@@ -34,6 +34,10 @@ const DIRECTIVES: [(&str, &str); 21] = [
     ("bound", "bound(var, min, extent)"),
     ("align_bounds", "align_bounds(var, modulus[, remainder])"),
     ("fold_storage", "fold_storage(var, extent)"),
+    (
+        "reorder_storage",
+        "reorder_storage(innermost, ..., outermost)",
+    ),
     ("rfactor", "rfactor(rvar, new_var, ...)"),
     ("gpu_blocks", "gpu_blocks(x[, y[, z]])"),
     ("gpu_threads", "gpu_threads(x[, y[, z]])"),
@@ -45,7 +49,7 @@ const DIRECTIVES: [(&str, &str); 21] = [
 ];
 
 /// Directives that apply to the whole func, not to one stage.
-const FUNC_LEVEL: [&str; 8] = [
+const FUNC_LEVEL: [&str; 9] = [
     "compute_at",
     "store_at",
     "compute_root",
@@ -54,6 +58,7 @@ const FUNC_LEVEL: [&str; 8] = [
     "bound",
     "align_bounds",
     "fold_storage",
+    "reorder_storage",
 ];
 
 struct Checker<'a> {
@@ -607,6 +612,23 @@ impl Checker<'_> {
                     var,
                     extent: self.factor(&args[1])?,
                 }
+            }
+            "reorder_storage" => {
+                arity(self, args.len() >= 2)?;
+                let mut vs = Vec::new();
+                for a in args {
+                    let v = self.pure_var(func, a)?;
+                    if vs.contains(&v) {
+                        self.err(
+                            "E0606",
+                            a.span,
+                            format!("`{v}` appears twice in reorder_storage"),
+                        );
+                        return None;
+                    }
+                    vs.push(v);
+                }
+                DirectiveKind::ReorderStorage(vs)
             }
             "rfactor" => {
                 arity(self, !args.is_empty() && args.len().is_multiple_of(2))?;

@@ -1558,3 +1558,26 @@ fn cross_stencil_needs_no_corner_rules() {
     "#]],
     );
 }
+
+#[test]
+fn reorder_storage_takes_each_pure_variable_once() {
+    check(
+        "input u8 a(x, y, c)\ng(x, y, c) = a(x, y, c)\nf(x, y, c) = g(x, y, c)\noutput f\nschedule {\n  g.compute_root().reorder_storage(c, x, c)\n  g.reorder_storage(c, xi)\n}\n",
+        expect![[r#"
+            error[E0606]: `c` appears twice in reorder_storage
+              ┌─ test.ag:6:42
+              │
+            6 │   g.compute_root().reorder_storage(c, x, c)
+              │                                          ^
+
+            error[E0603]: `g` has no pure variable `xi`
+              ┌─ test.ag:7:24
+              │
+            7 │   g.reorder_storage(c, xi)
+              │                        ^^
+              │
+              = its pure variables are: x, y, c
+
+        "#]],
+    );
+}

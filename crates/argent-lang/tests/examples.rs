@@ -120,6 +120,7 @@ fn every_construct_ir() {
               f.bound(c, 0, 3)
               f.align_bounds(x, 8, 0)
               f.fold_storage(y, 4)
+              f.reorder_storage(c, x)
               hist.update(0).rfactor(r.y, v)
               g.gpu_tile(x, y, bx, by, tx, ty, 16, 16)
               g.gpu_blocks(bx, by)

@@ -110,7 +110,7 @@ fn every_construct() {
               hist.update(0).parallel(r.y)
               f.split(x, xo, xi, 16, guard_with_if)
               f.reorder(xi, y, xo).fuse(y, xo, t).unroll(xi, 4).serial(t).compute_root().store_root().compute_inline()
-              f.store_at(out, y).bound(c, 0, 3).align_bounds(x, 8, 0).fold_storage(y, 4)
+              f.store_at(out, y).bound(c, 0, 3).align_bounds(x, 8, 0).fold_storage(y, 4).reorder_storage(c, x)
               hist.update(0).rfactor(r.y, v)
               g.gpu_tile(x, y, bx, by, tx, ty, 16, 16).gpu_blocks(bx, by).gpu_threads(tx, ty)
             }

@@ -33,7 +33,7 @@ pub enum ScheduleErrorCode {
     AlreadySplit,
     /// S006: fuse of dimensions that are not adjacent (inner directly inside outer).
     FuseNotAdjacent,
-    /// S007: reorder names a variable twice.
+    /// S007: reorder or reorder_storage names a variable twice.
     ReorderRepeated,
     /// S008: reorder of reduction dimensions of a non-associative update.
     IllegalReductionReorder,
@@ -57,9 +57,11 @@ pub enum ScheduleErrorCode {
     StoreInsideCompute,
     /// S018: compute_inline of a func with update definitions.
     InlineWithUpdates,
-    /// S019: call-schedule directive (compute_at, inline, store_at) on an output.
+    /// S019: call-schedule directive (compute_at, inline, store_at) or
+    /// reorder_storage on an output.
     OutputCallSchedule,
-    /// S020: bound/align_bounds/fold_storage of something that is not a pure variable.
+    /// S020: bound/align_bounds/fold_storage/reorder_storage of something
+    /// that is not a pure variable.
     NotPureVar,
     /// S021: directive not allowed on an update stage.
     NotOnUpdate,
@@ -218,9 +220,10 @@ pub fn directive_text(d: &Directive) -> String {
             outer,
             fused,
         } => format!("{inner}, {outer}, {fused}"),
-        DirectiveKind::Reorder(v) | DirectiveKind::GpuBlocks(v) | DirectiveKind::GpuThreads(v) => {
-            v.join(", ")
-        }
+        DirectiveKind::Reorder(v)
+        | DirectiveKind::ReorderStorage(v)
+        | DirectiveKind::GpuBlocks(v)
+        | DirectiveKind::GpuThreads(v) => v.join(", "),
         DirectiveKind::Tile {
             x,
             y,

@@ -1,9 +1,13 @@
 //! Flattening: multi-dimensional realizations become one-dimensional
-//! buffers with unit stride in the innermost dimension.
+//! buffers with unit stride in their innermost dimension.
 //!
 //! - `Realize f` becomes `let f.min.d`, `f.extent.d`, `f.stride.d` and an
-//!   `Allocate f` of the product of the extents (dense, dimension 0
-//!   innermost: `f.stride.0 = 1`, `f.stride.d = f.stride.(d-1) * f.extent.(d-1)`).
+//!   `Allocate f` of the product of the extents: dense, dimension 0
+//!   innermost (`f.stride.0 = 1`, `f.stride.d = f.stride.(d-1) *
+//!   f.extent.(d-1)`), or in the order `reorder_storage` gave
+//!   (`reorder_storage(c, x, y)` on `f(x, y, c)`: `f.stride.2 = 1`,
+//!   `f.stride.0 = f.extent.2`, `f.stride.1 = f.stride.0 * f.extent.0`,
+//!   so the channels of a pixel are adjacent).
 //! - `Provide f(args)` becomes `Store f[sum((args_d - f.min.d) * f.stride.d)]`
 //!   and a call `f(args)` a `Load` at the same index.
 //! - Inputs and outputs (the module's buffer arguments) use the caller's
@@ -24,34 +28,43 @@ use argent_ir::{BufferArg, CallTarget, Expr, ExprKind, Stmt, Type, buffer_field}
 
 /// Flatten every `Realize`, `Provide` and func/input call in `s`.
 /// `module_buffers` are the module's inputs and outputs: their accesses use
-/// the buffer-field variables the caller binds.
-pub fn flatten(s: &Stmt, module_buffers: &[BufferArg]) -> Stmt {
+/// the buffer-field variables the caller binds. `storage_orders` gives the
+/// memory order (dimension indices, innermost first) of the funcs that
+/// `reorder_storage` laid out otherwise than dimension 0 innermost.
+pub fn flatten(
+    s: &Stmt,
+    module_buffers: &[BufferArg],
+    storage_orders: &FastHashMap<String, Vec<usize>>,
+) -> Stmt {
     let mut f = Flattener {
         layouts: FastHashMap::default(),
+        storage_orders,
     };
     for b in module_buffers {
         f.layouts.entry(b.name.clone()).or_default().push(Layout {
-            dense: false,
+            unit_stride_dim: None,
             dims: b.dims,
         });
     }
     f.mutate_stmt(s)
 }
 
-/// How a buffer's elements are laid out: internal allocations are dense
-/// (`stride.0 == 1`, known statically), buffer arguments are not.
+/// How a buffer's elements are laid out: internal allocations are dense,
+/// with one dimension of stride 1 known statically (dimension 0 unless
+/// `reorder_storage` says otherwise); buffer arguments have none.
 #[derive(Clone, Copy, Default)]
 struct Layout {
-    dense: bool,
+    unit_stride_dim: Option<usize>,
     dims: usize,
 }
 
-struct Flattener {
+struct Flattener<'a> {
     /// Buffers visible at this point, innermost realization last.
     layouts: FastHashMap<String, Vec<Layout>>,
+    storage_orders: &'a FastHashMap<String, Vec<usize>>,
 }
 
-impl Flattener {
+impl Flattener<'_> {
     fn layout(&self, name: &str) -> Option<Layout> {
         self.layouts.get(name).and_then(|v| v.last()).copied()
     }
@@ -62,7 +75,7 @@ impl Flattener {
         for (d, a) in args.iter().enumerate().take(layout.dims.max(args.len())) {
             let a = self.mutate_expr(a);
             let rel = Expr::sub(a, Expr::var_i32(buffer_field(name, "min", d)));
-            if d == 0 && layout.dense {
+            if layout.unit_stride_dim == Some(d) {
                 terms.push(rel);
             } else {
                 terms.push(Expr::mul(
@@ -79,7 +92,7 @@ impl Flattener {
     }
 }
 
-impl Mutator for Flattener {
+impl Mutator for Flattener<'_> {
     fn mutate_expr(&mut self, e: &Expr) -> Expr {
         if let ExprKind::Call {
             target: CallTarget::Func(name) | CallTarget::Input(name),
@@ -87,7 +100,7 @@ impl Mutator for Flattener {
         } = e.kind()
         {
             let layout = self.layout(name).unwrap_or(Layout {
-                dense: false,
+                unit_stride_dim: None,
                 dims: args.len(),
             });
             let index = self.index(name, layout, args);
@@ -100,7 +113,7 @@ impl Mutator for Flattener {
         match s {
             Stmt::Provide { func, args, value } => {
                 let layout = self.layout(func).unwrap_or(Layout {
-                    dense: false,
+                    unit_stride_dim: None,
                     dims: args.len(),
                 });
                 let index = self.index(func, layout, args);
@@ -118,15 +131,24 @@ impl Mutator for Flattener {
             } => {
                 // A realization of a module buffer (an output) is that
                 // buffer: nothing to allocate.
-                if self.layout(func).is_some_and(|l| !l.dense) {
+                if self
+                    .layout(func)
+                    .is_some_and(|l| l.unit_stride_dim.is_none())
+                {
                     return self.mutate_stmt(body);
                 }
                 let bounds: Vec<(Expr, Expr)> = bounds
                     .iter()
                     .map(|r| (self.mutate_expr(&r.min), self.mutate_expr(&r.extent)))
                     .collect();
+                // The memory order, innermost first: `reorder_storage`'s
+                // when it names every dimension of this realization.
+                let order: Vec<usize> = match self.storage_orders.get(func) {
+                    Some(order) if order.len() == bounds.len() => order.clone(),
+                    _ => (0..bounds.len()).collect(),
+                };
                 self.layouts.entry(func.clone()).or_default().push(Layout {
-                    dense: true,
+                    unit_stride_dim: order.first().copied(),
                     dims: bounds.len(),
                 });
                 let body = self.mutate_stmt(body);
@@ -144,20 +166,28 @@ impl Mutator for Flattener {
                     size,
                     body: Box::new(body),
                 };
-                // Bind the fields innermost-last so each may use the previous ones.
+                // Bind the fields innermost-last so each may use the
+                // previous ones: each dimension's min and extent, and each
+                // stride (in memory order) once the extent it multiplies is
+                // bound. Without `reorder_storage` that is min, extent and
+                // stride of dimension 0, then of dimension 1, ...
                 let mut lets: Vec<(String, Expr)> = Vec::new();
+                let mut strides_bound = 0;
                 for (d, (min, ext)) in bounds.iter().enumerate() {
                     lets.push((buffer_field(func, "min", d), min.clone()));
                     lets.push((buffer_field(func, "extent", d), ext.clone()));
-                    let stride = if d == 0 {
-                        Expr::i32(1)
-                    } else {
-                        Expr::mul(
-                            Expr::var(Type::I32, buffer_field(func, "stride", d - 1)),
-                            Expr::var(Type::I32, buffer_field(func, "extent", d - 1)),
-                        )
-                    };
-                    lets.push((buffer_field(func, "stride", d), stride));
+                    while let Some(&next) = order.get(strides_bound) {
+                        let stride = match strides_bound.checked_sub(1).map(|k| order[k]) {
+                            None => Expr::i32(1),
+                            Some(inner) if inner <= d => Expr::mul(
+                                Expr::var(Type::I32, buffer_field(func, "stride", inner)),
+                                Expr::var(Type::I32, buffer_field(func, "extent", inner)),
+                            ),
+                            Some(_) => break,
+                        };
+                        lets.push((buffer_field(func, "stride", next), stride));
+                        strides_bound += 1;
+                    }
                 }
                 for (name, value) in lets.into_iter().rev() {
                     out = Stmt::LetStmt {
@@ -251,7 +281,7 @@ mod tests {
             }
             free f
         "#]]
-        .assert_eq(&flatten(&blur_x(), &buffers).to_string());
+        .assert_eq(&flatten(&blur_x(), &buffers, &FastHashMap::default()).to_string());
     }
 
     #[test]

@@ -301,7 +301,13 @@ pub fn lower(pipeline: &Pipeline, options: &LowerOptions) -> Result<Lowered, Low
     let s = rec.retire(s, crate::partition_loops::partition_loops);
     rec.record("partition_loops", &s)?;
 
-    let s = rec.retire(s, |s| crate::flatten::flatten(s, &buffers));
+    let storage_orders: argent_arith::fast_hash::FastHashMap<String, Vec<usize>> = tree
+        .funcs
+        .iter()
+        .filter(|f| f.storage_reordered())
+        .map(|f| (f.name.clone(), f.storage.clone()))
+        .collect();
+    let s = rec.retire(s, |s| crate::flatten::flatten(s, &buffers, &storage_orders));
     rec.record("flatten", &s)?;
     let s = rec.retire(s, crate::unroll::unroll);
     rec.record("unroll", &s)?;

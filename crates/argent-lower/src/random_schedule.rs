@@ -66,7 +66,8 @@ fn current(pipeline: &Pipeline, list: &[Directive]) -> Option<ScheduleTree> {
 /// call schedules (inline, compute_root, compute_at and store_at some
 /// consumer loop) and domain orders (splits, tiles, reorders, vectorize by
 /// 4/8/16, unroll, parallel, fuse, rfactor of update stages) for every
-/// func and update stage.
+/// func and update stage, then storage orders (`reorder_storage`) for
+/// some of the funcs that are not inlined.
 ///
 /// Example: `random_schedule(&blur, 7)` might give
 /// `blur_y.tile(x, y, x_o, y_o, x_i, y_i, 8, 4)`, `blur_y.vectorize(x_i, 4)`,
@@ -129,6 +130,7 @@ pub fn random_schedule(pipeline: &Pipeline, seed: u64) -> Vec<Directive> {
         };
         push_random_call_schedule(&mut rng, &unscheduled, &mut list, &tree, f);
     }
+    push_random_storage_orders(&unscheduled, seed, &mut list);
     list
 }
 
@@ -155,6 +157,37 @@ pub fn seeded_schedule(pipeline: &Pipeline, seed: u64) -> Vec<Directive> {
     }
 }
 
+/// Append `reorder_storage` with a random order to about a quarter of the
+/// non-output funcs of two or more dimensions that `list` computes
+/// somewhere (inlined funcs have no storage). Its own random stream, so
+/// the rest of the schedule for a seed is what it was before storage
+/// orders were drawn.
+///
+/// Example: `blur_x.reorder_storage(y, x)` after blur_x's `compute_root()`.
+fn push_random_storage_orders(pipeline: &Pipeline, seed: u64, list: &mut Vec<Directive>) {
+    let mut rng = Rng::new(seed ^ 0x7374_6F72_6167_65);
+    let Some(tree) = current(pipeline, list) else {
+        return;
+    };
+    for f in &pipeline.funcs {
+        let stored = tree
+            .func(&f.name)
+            .is_some_and(|s| s.compute != Level::Inline);
+        if pipeline.outputs.contains(&f.name) || f.args.len() < 2 || !stored {
+            continue;
+        }
+        if !rng.chance(0.25) {
+            continue;
+        }
+        let mut order = f.args.clone();
+        for i in (1..order.len()).rev() {
+            order.swap(i, rng.below(i + 1));
+        }
+        let kind = DirectiveKind::ReorderStorage(order);
+        let _ = try_push(pipeline, list, directive(&f.name, StageRef::Pure, kind));
+    }
+}
+
 /// Whether `kind` sets where a func is computed or stored.
 fn is_call_schedule(kind: &DirectiveKind) -> bool {
     matches!(
@@ -172,7 +205,8 @@ fn is_call_schedule(kind: &DirectiveKind) -> bool {
 /// builds. A change either appends one domain-order directive to a random
 /// stage (split, tile, reorder, vectorize, unroll, parallel, fuse) or
 /// replaces a random func's call schedule (inline, compute_root, or
-/// compute_at a consumer loop, maybe stored further out).
+/// compute_at a consumer loop, maybe stored further out). Storage orders
+/// are drawn last, as in `random_schedule`.
 ///
 /// Why next to `random_schedule`: a fully random schedule of a deep
 /// pipeline (local_laplacian's 88 funcs) inlines or computes at inner
@@ -235,6 +269,7 @@ pub fn mutate_schedule(pipeline: &Pipeline, seed: u64, mutations: usize) -> Vec<
             }
         }
     }
+    push_random_storage_orders(pipeline, seed, &mut list);
     list
 }
 

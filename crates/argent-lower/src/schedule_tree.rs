@@ -136,6 +136,16 @@ pub struct FuncSchedule {
     pub align: Vec<(usize, Expr, Expr)>,
     /// `fold_storage(var, extent)` per pure dimension index.
     pub fold: Vec<(usize, i64)>,
+    /// The pure dimension indices in memory order, innermost first
+    /// (`reorder_storage`; `[0, 1, ..]` by default).
+    pub storage: Vec<usize>,
+}
+
+impl FuncSchedule {
+    /// Whether `reorder_storage` moved any dimension.
+    pub fn storage_reordered(&self) -> bool {
+        self.storage.iter().enumerate().any(|(i, &d)| i != d)
+    }
 }
 
 /// A node of the schedule tree, as printed.
@@ -1119,6 +1129,7 @@ fn resolve_call_schedule(
                 bounds: Vec::new(),
                 align: Vec::new(),
                 fold: Vec::new(),
+                storage: (0..f.args.len()).collect(),
             }
         })
         .collect();
@@ -1140,6 +1151,7 @@ fn resolve_call_schedule(
                 | DirectiveKind::Bound { .. }
                 | DirectiveKind::AlignBounds { .. }
                 | DirectiveKind::FoldStorage { .. }
+                | DirectiveKind::ReorderStorage(_)
         );
         if !call_directive {
             continue;
@@ -1282,6 +1294,42 @@ fn resolve_call_schedule(
                     ));
                 };
                 scheds[fi].fold.push((i, e));
+            }
+            DirectiveKind::ReorderStorage(vars) => {
+                if is_output {
+                    return Err(ScheduleError::new(
+                        Code::OutputCallSchedule,
+                        d,
+                        format!(
+                            "`{}` is an output: its layout in memory is its output buffer's (the caller's strides)",
+                            d.func
+                        ),
+                    ));
+                }
+                let mut dims = Vec::with_capacity(vars.len());
+                for v in vars {
+                    let i = pure_index(func, d, v)?;
+                    if dims.contains(&i) {
+                        return Err(ScheduleError::new(
+                            Code::ReorderRepeated,
+                            d,
+                            format!("`{v}` appears twice"),
+                        ));
+                    }
+                    dims.push(i);
+                }
+                // As `reorder` does for loops: the listed dimensions take
+                // the places they held among themselves, in the order
+                // given; the others stay where they are.
+                let storage = &mut scheds[fi].storage;
+                let mut places: Vec<usize> = dims
+                    .iter()
+                    .filter_map(|dim| storage.iter().position(|s| s == dim))
+                    .collect();
+                places.sort_unstable();
+                for (place, dim) in places.into_iter().zip(dims) {
+                    storage[place] = dim;
+                }
             }
             _ => {}
         }

@@ -127,3 +127,21 @@ fn rfactor_makes_the_histogram_parallel() {
             .contains("parallel (hist_intm.s1.v")
     );
 }
+
+#[test]
+fn random_schedules_reorder_the_storage_of_some_funcs() {
+    // `reorder_storage` is drawn on its own stream after the rest of the
+    // schedule, for about a quarter of the funcs that have storage.
+    let p = common::blur();
+    let reordered = (0..200)
+        .filter(|&s| {
+            random_schedule(&p, s)
+                .iter()
+                .any(|d| matches!(d.kind, argent_ir::DirectiveKind::ReorderStorage(_)))
+        })
+        .count();
+    assert!(
+        (10..100).contains(&reordered),
+        "{reordered} of 200 random blur schedules reorder storage"
+    );
+}

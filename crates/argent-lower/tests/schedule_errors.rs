@@ -71,6 +71,9 @@ fn invalid_schedules_name_the_directive() {
         "blur_x.bound(z, 0, 8)",
         "blur_x.fold_storage(y, n)",
         "blur_x.align_bounds(x, 0, 0)",
+        "blur_x.compute_root().reorder_storage(y, z)",
+        "blur_x.compute_root().reorder_storage(y, y)",
+        "blur_y.reorder_storage(y, x)",
         "blur_y.gpu_blocks(x, y, x, y)",
         "blur_x.compute_at(blur_y, x)\nblur_y.compute_at(blur_x, x)",
     ];
@@ -172,6 +175,12 @@ fn invalid_schedules_name_the_directive() {
           => error[S009]: in `blur_x.fold_storage(y, n)`: the fold extent must be a positive constant, but it is `n`
         blur_x.align_bounds(x, 0, 0)
           => error[S009]: in `blur_x.align_bounds(x, 0, 0)`: the modulus must be a positive constant, but it is `0`
+        blur_x.compute_root().reorder_storage(y, z)
+          => error[S020]: in `blur_x.reorder_storage(y, z)`: `z` is not a pure variable of `blur_x` (its pure variables are x, y)
+        blur_x.compute_root().reorder_storage(y, y)
+          => error[S007]: in `blur_x.reorder_storage(y, y)`: `y` appears twice
+        blur_y.reorder_storage(y, x)
+          => error[S019]: in `blur_y.reorder_storage(y, x)`: `blur_y` is an output: its layout in memory is its output buffer's (the caller's strides)
         blur_y.gpu_blocks(x, y, x, y)
           => error[S025]: in `blur_y.gpu_blocks(x, y, x, y)`: GPU mappings take one to three variables, not 4
         blur_x.compute_at(blur_y, x); blur_y.compute_at(blur_x, x)

@@ -2141,3 +2141,39 @@ fn the_bounds_query_assumes_no_parameter_ranges() {
         }
     );
 }
+
+/// `reorder_storage(c, x, y)` lays an intermediate out with the channels
+/// of a pixel together: with its four channels unrolled inside a vector
+/// loop over x, each group of pixels is stored as dense interleaved
+/// vectors, and the consumer reads each channel with a stride of 4. Both
+/// orders, on 1 and 2 rows per task, interleaved RGBA in and out, give the
+/// interpreter's pixels; only the reordered one stores 32 lanes at once.
+#[test]
+fn reordered_storage_keeps_the_channels_of_a_pixel_together() {
+    let algorithm = "input u8 in(x, y, c)\n\
+        p = repeat_edge(in)\n\
+        bx(x, y, c) = u16(p(x - 1, y, c)) + u16(p(x, y, c)) + u16(p(x + 1, y, c))\n\
+        out(x, y, c) = u8((bx(x, y - 1, c) + bx(x, y, c) + bx(x, y + 1, c)) / 9)\n\
+        output out\n";
+    let (w, h) = (45, 7);
+    let rgba = |seed: u64| BufData {
+        bytes: random_bytes((4 * w * h) as usize, seed),
+        dims: vec![(0, w, 4), (0, h, 4 * w), (0, 4, 1)],
+    };
+    for storage in ["", ".reorder_storage(c, x, y)"] {
+        for rows in [1, 2] {
+            let source = format!(
+                "{algorithm}schedule {{\n  out.bound(c, 0, 4).reorder(c, x, y).unroll(c).vectorize(x, 8).parallel(y, {rows})\n  bx.bound(c, 0, 4).compute_at(out, y){storage}.reorder(c, x, y).unroll(c).vectorize(x, 8)\n}}\n"
+            );
+            let module = lowered_source(&source);
+            let printed = module.body.to_string();
+            let dense_groups = printed.split("bx[ramp(").skip(1).any(|rest| {
+                rest.split(']')
+                    .next()
+                    .is_some_and(|i| i.ends_with(", 1, 32)"))
+            });
+            assert_eq!(dense_groups, !storage.is_empty(), "{source}{printed}");
+            check_cases(&[case(module, vec![rgba(11), rgba(0)], vec![])]);
+        }
+    }
+}

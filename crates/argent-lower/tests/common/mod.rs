@@ -289,6 +289,9 @@ pub fn parse_chain(line: &str) -> Vec<Directive> {
                 var: s(0),
                 extent: arg_expr(a[1]),
             },
+            "reorder_storage" => {
+                DirectiveKind::ReorderStorage(a.iter().map(|x| x.to_string()).collect())
+            }
             "rfactor" => DirectiveKind::Rfactor {
                 pairs: a
                     .chunks(2)
