@@ -74,6 +74,8 @@ pub enum FuncOrigin {
     BorderRule { input: String, width: Vec<i64> },
     /// Made by the front end for an inline reduction or window operator.
     Generated { from: String },
+    /// The intermediate that `rfactor` splits off an update of `from`.
+    Rfactor { from: String },
 }
 
 /// A stage: a pure definition over an infinite integer domain plus zero or

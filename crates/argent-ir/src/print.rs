@@ -227,6 +227,7 @@ impl Display for Pipeline {
                     format!("  # border rules of {input}, width {width:?}")
                 }
                 FuncOrigin::Generated { from } => format!("  # from {from}"),
+                FuncOrigin::Rfactor { from } => format!("  # rfactor of {from}"),
             };
             writeln!(
                 f,

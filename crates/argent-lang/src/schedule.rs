@@ -69,6 +69,10 @@ struct Checker<'a> {
     /// Every variable name each func has had, for compute_at checks.
     all_vars: HashMap<String, HashSet<String>>,
     declared: Option<&'a HashSet<String>>,
+    /// The intermediates `rfactor` directives create (`{f}_intm`, with
+    /// the new pure variables after `f`'s), which later chains may
+    /// schedule like any func.
+    intermediates: Vec<argent_ir::Func>,
 }
 
 /// Checks a schedule block against `pipeline` and returns its directives
@@ -87,6 +91,7 @@ pub fn check_schedule(
         vars: HashMap::default(),
         all_vars: HashMap::default(),
         declared,
+        intermediates: Vec::new(),
     };
     for f in &pipeline.funcs {
         let mut all: HashSet<String> = f.args.iter().cloned().collect();
@@ -121,7 +126,7 @@ pub fn check_schedule(
     let mut directives = Vec::new();
     let mut deferred: Vec<(usize, Span, Span)> = Vec::new();
     for chain in &block.chains {
-        let Some(func) = pipeline.func(&chain.func.name) else {
+        let Some(func) = c.func(&chain.func.name).cloned() else {
             if declared.is_some_and(|d| d.contains(&chain.func.name)) {
                 continue;
             }
@@ -130,10 +135,20 @@ pub fn check_schedule(
                 chain.func.span,
                 format!("unknown func `{}` in schedule", chain.func.name),
             );
+            let factored = chain
+                .func
+                .name
+                .strip_suffix("_intm")
+                .filter(|f| pipeline.func(f).is_some_and(|f| !f.updates.is_empty()));
             let d = match suggest(
                 &chain.func.name,
                 pipeline.funcs.iter().map(|f| f.name.as_str()),
             ) {
+                _ if factored.is_some() => d.with_note(format!(
+                    "`{}` is made by `rfactor`: schedule it after the line with `{}.update(..).rfactor(..)`",
+                    chain.func.name,
+                    factored.unwrap_or_default()
+                )),
                 Some(s) => d.with_note(format!("did you mean `{s}`?")),
                 None if pipeline.input(&chain.func.name).is_some() => {
                     d.with_note("inputs cannot be scheduled; schedule the funcs that read them")
@@ -143,6 +158,7 @@ pub fn check_schedule(
             c.diags.push(d);
             continue;
         };
+        let func = &func;
         let mut stage = StageRef::Pure;
         for call in &chain.calls {
             if call.name.name == "update" {
@@ -176,7 +192,15 @@ pub fn check_schedule(
     }
     // compute_at/store_at name loops of the consumer, which its own
     // directives (anywhere in the block) may introduce.
-    let callers = callers_of(pipeline);
+    let mut callers = callers_of(pipeline);
+    for intm in &c.intermediates {
+        if let Some(from) = intm.name.strip_suffix("_intm") {
+            callers
+                .entry(from.to_string())
+                .or_default()
+                .insert(intm.name.clone());
+        }
+    }
     let mut bad = HashSet::default();
     for (i, cons_span, var_span) in deferred {
         let d = &directives[i];
@@ -300,6 +324,71 @@ fn var_name(e: &ast::Expr) -> Option<String> {
 }
 
 impl Checker<'_> {
+    /// The func or rfactor intermediate named `name`.
+    fn func(&self, name: &str) -> Option<&argent_ir::Func> {
+        self.pipeline
+            .func(name)
+            .or_else(|| self.intermediates.iter().find(|f| f.name == name))
+    }
+
+    /// Registers `{func}_intm`, the intermediate that `rfactor` of the
+    /// stage `key` with `pairs` (reduction variable, new pure variable)
+    /// makes, as lowering builds it (`argent_lower::rfactor`): its pure
+    /// variables are `func`'s and the new ones; its update loops over
+    /// the stage's loops with each factored reduction variable replaced
+    /// by its new variable. The stage itself becomes the merge, over
+    /// `func`'s pure variables and the factored reduction variables.
+    fn add_intermediate(
+        &mut self,
+        func: &str,
+        key: &(String, StageRef),
+        pairs: &[(String, String)],
+    ) {
+        let Some(f) = self.func(func).cloned() else {
+            return;
+        };
+        let name = format!("{func}_intm");
+        if self.func(&name).is_some() {
+            return;
+        }
+        let mut args = f.args.clone();
+        args.extend(pairs.iter().map(|(_, v)| v.clone()));
+        let mut update_vars = self.vars.get(key).cloned().unwrap_or_default();
+        for (rv, v) in pairs {
+            for u in update_vars.iter_mut() {
+                if u == rv {
+                    *u = v.clone();
+                }
+            }
+        }
+        let mut merge_vars = f.args.clone();
+        merge_vars.extend(pairs.iter().map(|(rv, _)| rv.clone()));
+        self.vars.insert(key.clone(), merge_vars.clone());
+        if let Some(all) = self.all_vars.get_mut(func) {
+            all.extend(merge_vars);
+        }
+        self.vars
+            .insert((name.clone(), StageRef::Pure), args.clone());
+        self.vars
+            .insert((name.clone(), StageRef::Update(0)), update_vars.clone());
+        let mut all: HashSet<String> = args.iter().cloned().collect();
+        all.extend(update_vars);
+        self.all_vars.insert(name.clone(), all);
+        let stage = match key.1 {
+            StageRef::Update(i) => f.updates.get(i).cloned(),
+            StageRef::Pure => None,
+        };
+        self.intermediates.push(argent_ir::Func {
+            name,
+            args,
+            updates: stage.into_iter().collect(),
+            origin: argent_ir::FuncOrigin::Rfactor {
+                from: func.to_string(),
+            },
+            ..f
+        });
+    }
+
     fn err(&mut self, code: &'static str, span: Span, msg: impl Into<String>) -> &mut Diagnostic {
         self.diags.push(Diagnostic::error(code, span, msg));
         self.diags.last_mut().expect("just pushed")
@@ -538,7 +627,7 @@ impl Checker<'_> {
             "compute_at" | "store_at" => {
                 arity(self, args.len() == 2)?;
                 let consumer = match &args[0].kind {
-                    ExprKind::Name(n) if self.pipeline.func(n).is_some() => n.clone(),
+                    ExprKind::Name(n) if self.func(n).is_some() => n.clone(),
                     ExprKind::Name(n) if self.declared.is_some_and(|d| d.contains(n)) => {
                         return None;
                     }
@@ -659,9 +748,7 @@ impl Checker<'_> {
                     };
                     pairs.push((rv, v));
                 }
-                for (rv, v) in &pairs {
-                    self.replace(&key, rv, std::slice::from_ref(v));
-                }
+                self.add_intermediate(func, &key, &pairs);
                 DirectiveKind::Rfactor { pairs }
             }
             "gpu_blocks" | "gpu_threads" => {
@@ -763,9 +850,9 @@ impl Checker<'_> {
 
     fn pure_var(&mut self, func: &str, e: &ast::Expr) -> Option<String> {
         let v = var_name(e);
-        let f = self.pipeline.func(func)?;
+        let args = self.func(func)?.args.clone();
         match v {
-            Some(v) if f.args.contains(&v) => Some(v),
+            Some(v) if args.contains(&v) => Some(v),
             _ => {
                 self.err(
                     "E0603",
@@ -773,7 +860,7 @@ impl Checker<'_> {
                     format!("`{func}` has no pure variable `{}`", v.unwrap_or_default()),
                 )
                 .notes
-                .push(format!("its pure variables are: {}", f.args.join(", ")));
+                .push(format!("its pure variables are: {}", args.join(", ")));
                 None
             }
         }

@@ -1581,3 +1581,32 @@ fn reorder_storage_takes_each_pure_variable_once() {
         "#]],
     );
 }
+
+#[test]
+fn rfactor_intermediates_are_scheduled_after_their_rfactor() {
+    // `total_intm` exists from the rfactor line on: scheduled before it,
+    // it is unknown; after it, its variables are `total`'s and the new
+    // one, and the merge left in `total.update(0)` loops over the factored
+    // reduction variable, not the new one.
+    check(
+        "input u8 a(x, y)\nrdom r = [0 .. a.width, 0 .. a.height]\ntotal(i) = f32(0)\ntotal(0) += f32(a(r.x, r.y))\noutput total\nschedule {\n  total_intm.compute_root()\n  total.update(0).rfactor(r.x, u)\n  total_intm.compute_root().reorder_storage(u, i).update(0).reorder(u, r.y).vectorize(u, 8)\n  total.update(0).parallel(u)\n}\n",
+        expect![[r#"
+            error[E0601]: unknown func `total_intm` in schedule
+              ┌─ test.ag:7:3
+              │
+            7 │   total_intm.compute_root()
+              │   ^^^^^^^^^^
+              │
+              = `total_intm` is made by `rfactor`: schedule it after the line with `total.update(..).rfactor(..)`
+
+            error[E0603]: update 0 of `total` has no loop variable `u`
+               ┌─ test.ag:10:28
+               │
+            10 │   total.update(0).parallel(u)
+               │                            ^
+               │
+               = its loops are now: i, r.x
+
+        "#]],
+    );
+}

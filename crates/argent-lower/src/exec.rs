@@ -1260,7 +1260,7 @@ pub(crate) mod testing {
             arg("in", Type::I32, 1, BufferRole::Input),
             arg("out", Type::I32, 1, BufferRole::Output),
         ];
-        let body = crate::flatten::flatten(&body, &buffers);
+        let body = crate::flatten::flatten(&body, &buffers, &Default::default());
         module(body, buffers)
     }
 
@@ -1432,7 +1432,10 @@ mod tests {
             };
         }
         let buffers = vec![arg("out", Type::U8, 3, BufferRole::Output)];
-        let m = module(crate::flatten::flatten(&body, &buffers), buffers);
+        let m = module(
+            crate::flatten::flatten(&body, &buffers, &Default::default()),
+            buffers,
+        );
         let mut planar = Buffer::new(Type::U8, &[4, 3, 4]);
         let mut interleaved = Buffer::interleaved(Type::U8, &[4, 3, 4]);
         run(&m, &[], &mut [("out", &mut planar)], &[]).unwrap();
@@ -1548,7 +1551,7 @@ mod end_to_end {
             crate::lower(p, &crate::LowerOptions::default()).unwrap_or_else(|e| panic!("{e}"));
         let mut m = lowered.module;
         let s = crate::partition_loops::partition_loops(&m.body);
-        let s = crate::flatten::flatten(&s, &m.buffers);
+        let s = crate::flatten::flatten(&s, &m.buffers, &Default::default());
         let s = crate::unroll::unroll(&s);
         let s = crate::vectorize::vectorize(&s, true);
         m.body = argent_arith::cse_stmt(&argent_arith::simplify_stmt(&s));
@@ -1649,7 +1652,7 @@ mod examples {
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         let mut m = lowered.module;
         let s = crate::partition_loops::partition_loops(&m.body);
-        let s = crate::flatten::flatten(&s, &m.buffers);
+        let s = crate::flatten::flatten(&s, &m.buffers, &Default::default());
         let s = crate::vectorize::vectorize(&crate::unroll::unroll(&s), true);
         m.body = argent_arith::cse_stmt(&argent_arith::simplify_stmt(&s));
         let (w, h) = (37, 23);

@@ -168,15 +168,16 @@ impl Mutator for Flattener<'_> {
                 };
                 // Bind the fields innermost-last so each may use the
                 // previous ones: each dimension's min and extent, and each
-                // stride (in memory order) once the extent it multiplies is
-                // bound. Without `reorder_storage` that is min, extent and
-                // stride of dimension 0, then of dimension 1, ...
+                // stride (in memory order) once the fields of its own
+                // dimension and the extent it multiplies are bound. Without
+                // `reorder_storage` that is min, extent and stride of
+                // dimension 0, then of dimension 1, ...
                 let mut lets: Vec<(String, Expr)> = Vec::new();
                 let mut strides_bound = 0;
                 for (d, (min, ext)) in bounds.iter().enumerate() {
                     lets.push((buffer_field(func, "min", d), min.clone()));
                     lets.push((buffer_field(func, "extent", d), ext.clone()));
-                    while let Some(&next) = order.get(strides_bound) {
+                    while let Some(&next) = order.get(strides_bound).filter(|&&next| next <= d) {
                         let stride = match strides_bound.checked_sub(1).map(|k| order[k]) {
                             None => Expr::i32(1),
                             Some(inner) if inner <= d => Expr::mul(

@@ -450,7 +450,10 @@ mod tests {
             arg("in", Type::I32, 1, BufferRole::Input),
             arg("out", Type::I32, 1, BufferRole::Output),
         ];
-        module(crate::flatten::flatten(&body, &buffers), buffers)
+        module(
+            crate::flatten::flatten(&body, &buffers, &Default::default()),
+            buffers,
+        )
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! parallel), and a merge update of `f` that combines the partial results.
 
 use crate::error::{ScheduleError, ScheduleErrorCode as Code};
-use crate::schedule_tree::is_associative_update;
+use crate::schedule_tree::is_reassociable_update;
 use argent_ir::visit::substitute;
 use argent_ir::{
     BinOp, Directive, DirectiveKind, Expr, ExprKind, Func, FuncOrigin, Pipeline, RDom, StageRef,
@@ -34,7 +34,9 @@ fn identity(op: BinOp, ty: Type) -> Option<Expr> {
 /// hist_intm(img(r.x, v), v) = hist_intm(img(r.x, v), v) + 1   over r.x
 /// hist(i) = hist(i) + hist_intm(i, r.y)                        over r.y
 /// ```
-/// and `hist_intm.update(0)` runs in parallel over `v`.
+/// and `hist_intm.update(0)` runs in parallel over `v`, unless the
+/// schedule has directives of its own for that stage (`hist_intm` is
+/// computed at the root unless the schedule places it).
 pub fn apply_rfactors(pipeline: &Pipeline) -> Result<Pipeline, ScheduleError> {
     let mut p = pipeline.clone();
     let mut directives = Vec::new();
@@ -83,11 +85,11 @@ fn rfactor_one(
             "this update has no reduction domain to factor",
         ));
     };
-    if !is_associative_update(&func, &u) {
+    if !is_reassociable_update(&func, &u) {
         return Err(ScheduleError::new(
             Code::InvalidRfactor,
             d,
-            "the update is not a recognised associative and commutative reduction (`f(..) = f(..) + e`, *, min, max, &, |, ^ on integers; min, max on floats)",
+            "the update is not a recognised associative and commutative reduction (`f(..) = f(..) + e`, *, min, max, &, |, ^ on integers; +, *, min, max on floats)",
         ));
     }
     let ExprKind::Binary { op, a, b } = u.value.kind() else {
@@ -167,7 +169,7 @@ fn rfactor_one(
             rdom: intm_rdom,
             span: u.span,
         }],
-        origin: FuncOrigin::Generated {
+        origin: FuncOrigin::Rfactor {
             from: func.name.clone(),
         },
         span: func.span,
@@ -199,6 +201,16 @@ fn rfactor_one(
         f.updates[ui] = merge;
     }
     p.funcs.insert(pos, intm);
+    // Unless the schedule orders the intermediate's update itself, its
+    // outermost new variable runs in parallel: what rfactor is for.
+    let scheduled = p
+        .schedule
+        .directives
+        .iter()
+        .any(|x| x.func == intm_name && x.stage != StageRef::Pure);
+    if scheduled {
+        return Ok(Vec::new());
+    }
     let outermost = factored.last().map(|(_, v)| v.clone()).unwrap_or_default();
     Ok(vec![Directive {
         func: intm_name,
@@ -212,7 +224,7 @@ fn rfactor_one(
 }
 
 fn unreachable_bug() -> ! {
-    // `is_associative_update` accepted the value, which guarantees a binary
+    // `is_reassociable_update` accepted the value, which guarantees a binary
     // operator with an identity; reaching here is a compiler bug.
     panic!("rfactor: associative update without a binary operator")
 }

@@ -269,15 +269,36 @@ fn self_calls<'a>(e: &'a Expr, func: &str, out: &mut Vec<Vec<Expr>>) {
 /// for an associative and commutative `op` whose reordering cannot change
 /// the result bit for bit (integer add/mul/bitwise, min/max of anything).
 pub fn is_associative_update(f: &argent_ir::Func, u: &argent_ir::Update) -> bool {
-    let ExprKind::Binary { op, a, b } = u.value.kind() else {
-        return false;
-    };
-    let exact = match op {
+    let exact = |op: BinOp| match op {
         BinOp::Min | BinOp::Max => true,
         BinOp::Add | BinOp::Mul | BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor => f.ty.is_integer(),
         _ => false,
     };
-    if !exact {
+    is_reduction_by(f, u, exact)
+}
+
+/// Whether update `u` of `f` may be regrouped by `rfactor`: an associative
+/// update (see [`is_associative_update`]), or a float sum or product,
+/// which in exact arithmetic is one too. Regrouping a float sum rounds
+/// differently from summing in the reduction domain's order, as it does
+/// in Halide: the result may differ from the interpreter's in its last
+/// bits (docs/language.md states the tolerance the tests allow).
+pub fn is_reassociable_update(f: &argent_ir::Func, u: &argent_ir::Update) -> bool {
+    is_associative_update(f, u)
+        || (f.ty.is_float() && is_reduction_by(f, u, |op| matches!(op, BinOp::Add | BinOp::Mul)))
+}
+
+/// Whether `u` is `f(args) = f(args) op e` (or `e op f(args)`) with
+/// `accepts(op)` and no other read of `f` in `e`.
+fn is_reduction_by(
+    f: &argent_ir::Func,
+    u: &argent_ir::Update,
+    accepts: impl Fn(BinOp) -> bool,
+) -> bool {
+    let ExprKind::Binary { op, a, b } = u.value.kind() else {
+        return false;
+    };
+    if !accepts(*op) {
         return false;
     }
     let is_self = |e: &Expr| matches!(e.kind(), ExprKind::Call { target: CallTarget::Func(n), args } if *n == f.name && *args == u.args);

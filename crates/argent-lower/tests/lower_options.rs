@@ -100,17 +100,17 @@ fn rfactor_makes_the_histogram_parallel() {
         domain { hist_intm.s0[v, i], hist_intm.s1[v, r.x], hist.s0[i], hist.s1[i, r.y], cdf.s0[i], cdf.s1[ri], out.s0[y, x] }
           sequence
             sequence
+              filter hist_intm.s0
+                band [v, i] permutable coincident [1, 1]
+              filter hist_intm.s1
+                mark parallel
+                  band [v] permutable coincident [1]
+                    band [r.x] permutable coincident [0]
+            sequence
               filter hist.s0
                 band [i] permutable coincident [1]
               filter hist.s1
                 band [i, r.y] permutable coincident [1, 0]
-                  sequence
-                    filter hist_intm.s0
-                      band [v, i] permutable coincident [1, 1]
-                    filter hist_intm.s1
-                      mark parallel
-                        band [v] permutable coincident [1]
-                          band [r.x] permutable coincident [0]
             sequence
               filter cdf.s0
                 band [i] permutable coincident [1]
@@ -118,13 +118,19 @@ fn rfactor_makes_the_histogram_parallel() {
                 band [ri] coincident [0]
             filter out.s0
               band [y, x] permutable coincident [1, 1]
-        # hist_intm: compute at hist.s1.r.y, store at hist.s1.r.y
     "#]].assert_eq(&tree);
+    // The intermediate is computed once, at the root, with one partial
+    // histogram per row in parallel; the merge then adds the rows up. (It
+    // used to be placed like an inline reduction, at the merge's innermost
+    // loop: every row's histogram recomputed for each of the 256 bins, on
+    // one row at a time.)
     assert!(
         lowered
             .loop_nest
             .to_string()
-            .contains("parallel (hist_intm.s1.v")
+            .contains("parallel (hist_intm.s1.v, hist_intm.s1.v.min, ((hist_intm.s1.v.max - hist_intm.s1.v.min) + 1))"),
+        "{}",
+        lowered.loop_nest
     );
 }
 

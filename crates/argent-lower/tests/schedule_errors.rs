@@ -97,6 +97,7 @@ fn invalid_schedules_name_the_directive() {
     let total_cases = [
         "total.update(0).reorder(r.y, r.x)",
         "total.update(0).parallel(r.x)",
+        "total.update(0).rfactor(r.y, v)",
     ];
     let mut out = String::new();
     for c in total_cases {
@@ -121,6 +122,8 @@ fn invalid_schedules_name_the_directive() {
           => error[S008]: in `total.update(0).reorder(r.y, r.x)`: total.update(0) is not a recognised associative reduction (`f(..) = f(..) op e` with op +, *, &, |, ^ on integers, or min, max), so the order of its dependent loops (r.y, r.x) must stay as written
         total.update(0).parallel(r.x)
           => error[S011]: in `total.update(0).parallel(r.x)`: iterations of reduction variable `r.x` of total.update(0) depend on each other (the update reads values other iterations write); use rfactor to make it parallel
+        total.update(0).rfactor(r.y, v)
+          => (accepted)
         blur_z.compute_root()
           => error[S001]: in `blur_z.compute_root()`: there is no func named `blur_z`
         in.compute_root()
@@ -202,7 +205,7 @@ fn invalid_schedules_name_the_directive() {
         cdf.compute_root().update(0).split(ri, a, b, 4)
           => (accepted)
         cdf.update(0).rfactor(ri, v)
-          => error[S022]: in `cdf.update(0).rfactor(ri, v)`: the update is not a recognised associative and commutative reduction (`f(..) = f(..) + e`, *, min, max, &, |, ^ on integers; min, max on floats)
+          => error[S022]: in `cdf.update(0).rfactor(ri, v)`: the update is not a recognised associative and commutative reduction (`f(..) = f(..) + e`, *, min, max, &, |, ^ on integers; +, *, min, max on floats)
         hist.rfactor(r.y, v)
           => error[S022]: in `hist.rfactor(r.y, v)`: rfactor applies to an update definition (`f.update(0).rfactor(..)`)
         hist.update(0).rfactor(r.z, v)
