@@ -103,8 +103,10 @@ pub fn random_schedule(pipeline: &Pipeline, seed: u64) -> Vec<Directive> {
                 let kind = DirectiveKind::Rfactor {
                     pairs: vec![(rvar, format!("{}_rf{stage}", f.name))],
                 };
-                if exact {
-                    let _ = try_push(&unscheduled, &mut list, directive(&f.name, sref, kind));
+                if exact
+                    && try_push(&unscheduled, &mut list, directive(&f.name, sref, kind)).is_some()
+                {
+                    push_random_intermediate_schedule(&unscheduled, seed, &f.name, &mut list);
                 }
             }
             for step in 0..rng.below(4) {
@@ -164,8 +166,48 @@ pub fn seeded_schedule(pipeline: &Pipeline, seed: u64) -> Vec<Directive> {
     }
 }
 
+/// Half the time, schedule the update of the intermediate that an
+/// rfactor of `func` just made (`{func}_intm`, as a user may): one or two
+/// domain-order directives, which replace its automatic `parallel`. Its
+/// own random stream, so the rest of the schedule for a seed is what it
+/// was before intermediates were scheduled.
+///
+/// Example: `hist_intm.update(0).vectorize(v, 8)`.
+fn push_random_intermediate_schedule(
+    pipeline: &Pipeline,
+    seed: u64,
+    func: &str,
+    list: &mut Vec<Directive>,
+) {
+    let salt = func
+        .bytes()
+        .fold(0x696E_746Du64, |h, b| h.rotate_left(5) ^ u64::from(b));
+    let mut rng = Rng::new(seed ^ salt);
+    if !rng.chance(0.5) {
+        return;
+    }
+    let intm = format!("{func}_intm");
+    for step in 0..1 + rng.below(2) {
+        let Some(tree) = current(pipeline, list) else {
+            return;
+        };
+        let Some(band) = tree.band(&intm, 1) else {
+            return;
+        };
+        let names: Vec<String> = band.dims.iter().map(|d| d.name.clone()).collect();
+        if names.is_empty() {
+            return;
+        }
+        let tag = format!("i{step}");
+        if let Some(kind) = random_domain_kind(&mut rng, pipeline, &intm, &names, &tag) {
+            let _ = try_push(pipeline, list, directive(&intm, StageRef::Update(0), kind));
+        }
+    }
+}
+
 /// Append `reorder_storage` with a random order to about a quarter of the
-/// non-output funcs of two or more dimensions that `list` computes
+/// non-output funcs (rfactor intermediates included) of two or more
+/// dimensions that `list` computes
 /// somewhere (inlined funcs have no storage). Its own random stream, so
 /// the rest of the schedule for a seed is what it was before storage
 /// orders were drawn.
@@ -176,7 +218,12 @@ fn push_random_storage_orders(pipeline: &Pipeline, seed: u64, list: &mut Vec<Dir
     let Some(tree) = current(pipeline, list) else {
         return;
     };
-    for f in &pipeline.funcs {
+    // The user's funcs and the intermediates of rfactors.
+    let funcs = tree.pipeline.funcs.iter().filter(|f| {
+        pipeline.func(&f.name).is_some()
+            || matches!(f.origin, argent_ir::FuncOrigin::Rfactor { .. })
+    });
+    for f in funcs {
         let stored = tree
             .func(&f.name)
             .is_some_and(|s| s.compute != Level::Inline);

@@ -151,3 +151,22 @@ fn random_schedules_reorder_the_storage_of_some_funcs() {
         "{reordered} of 200 random blur schedules reorder storage"
     );
 }
+
+#[test]
+fn random_schedules_schedule_some_rfactor_intermediates() {
+    // After an rfactor, half the time the intermediate's update gets
+    // directives of its own (and sometimes a storage order), as a user
+    // may write them; every such schedule lowers.
+    let p = common::histogram();
+    let mut scheduled = 0;
+    for seed in 0..300 {
+        let list = random_schedule(&p, seed);
+        if list.iter().any(|d| d.func == "hist_intm") {
+            scheduled += 1;
+            let mut q = p.clone();
+            q.schedule.directives = list;
+            lower(&q, &LowerOptions::default()).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        }
+    }
+    assert!(scheduled >= 5, "{scheduled} of 300 random histogram schedules");
+}
