@@ -168,5 +168,8 @@ fn random_schedules_schedule_some_rfactor_intermediates() {
             lower(&q, &LowerOptions::default()).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
         }
     }
-    assert!(scheduled >= 5, "{scheduled} of 300 random histogram schedules");
+    assert!(
+        scheduled >= 5,
+        "{scheduled} of 300 random histogram schedules"
+    );
 }

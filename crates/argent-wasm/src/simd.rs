@@ -1535,33 +1535,48 @@ impl FnBuilder<'_> {
 
     /// Every `k`-th element (the first of each group) of the window `regs`
     /// when a group is one wider lane (four u8 or two u16 elements in an
-    /// i32 lane, two u8 in an i16 lane): masks each wide lane down to its
-    /// low element and narrows, which needs no shuffle masks. V8 turns each
-    /// `i8x16.shuffle` of two registers into two `pshufb` plus an `or`,
-    /// loading both masks inside the loop; an RGBA channel of 16 pixels is
-    /// four `and`s and three narrows this way instead of three two-register
-    /// shuffles. `None` for other strides and element sizes.
+    /// i32 lane, two u8 in an i16 lane) or two (four u16 elements): masks
+    /// each wide lane down to its low element and narrows, which needs no
+    /// shuffle masks. V8 turns each `i8x16.shuffle` of two registers into
+    /// two `pshufb` plus an `or`, loading both masks inside the loop; an
+    /// RGBA channel of 16 pixels is four `and`s and three narrows this way
+    /// instead of three two-register shuffles. Four u16 elements per pixel
+    /// (an RGBA intermediate stored with `reorder_storage(c, x, y)`) take
+    /// two rounds of masking the low u16 of each i32 lane and narrowing:
+    /// six `and`s and three narrows for 8 pixels. `None` for other strides
+    /// and element sizes.
     fn deinterleave_by_narrowing(&mut self, regs: &[u32], k: usize, bytes: usize) -> Option<u32> {
-        let (mask_bits, narrows): (u8, &[I<'static>]) = match (k, bytes) {
-            (4, 1) => (32, &[I::I16x8NarrowI32x4U, I::I8x16NarrowI16x8U]),
-            (2, 1) => (16, &[I::I8x16NarrowI16x8U]),
-            (2, 2) => (32, &[I::I16x8NarrowI32x4U]),
+        // Per round: whether to mask first, and the narrow.
+        let (mask_bits, rounds): (u8, &[(bool, I<'static>)]) = match (k, bytes) {
+            (4, 1) => (
+                32,
+                &[(true, I::I16x8NarrowI32x4U), (false, I::I8x16NarrowI16x8U)],
+            ),
+            (2, 1) => (16, &[(true, I::I8x16NarrowI16x8U)]),
+            (2, 2) => (32, &[(true, I::I16x8NarrowI32x4U)]),
+            (4, 2) => (
+                32,
+                &[(true, I::I16x8NarrowI32x4U), (true, I::I16x8NarrowI32x4U)],
+            ),
             _ => return None,
         };
         let low = (1i64 << (8 * bytes)) - 1;
         let mask = self.const_part(splat_bits(mask_bits, low));
-        let mut level: Vec<u32> = regs
-            .iter()
-            .map(|&r| {
-                self.emit(I::LocalGet(r));
-                self.emit(I::LocalGet(mask));
-                self.emit(I::V128And);
-                self.set_new_local(ValType::V128)
-            })
-            .collect();
+        let mut level: Vec<u32> = regs.to_vec();
         // Each narrow halves the lane width: pairs of registers become one
         // (a missing partner only fills lanes past the window's end).
-        for narrow in narrows {
+        for (masked, narrow) in rounds {
+            if *masked {
+                level = level
+                    .iter()
+                    .map(|&r| {
+                        self.emit(I::LocalGet(r));
+                        self.emit(I::LocalGet(mask));
+                        self.emit(I::V128And);
+                        self.set_new_local(ValType::V128)
+                    })
+                    .collect();
+            }
             level = level
                 .chunks(2)
                 .map(|pair| {
