@@ -24,7 +24,10 @@ pub mod visit;
 
 pub use expr::{BinOp, CallTarget, Expr, ExprKind, Intrinsic, UnaryOp, buffer_field};
 pub use module::{BufferArg, BufferRole, Module};
-pub use pipeline::{Func, FuncOrigin, Input, Param, Pipeline, RDom, RVar, Update};
+pub use pipeline::{
+    Func, FuncOrigin, Input, Param, Pipeline, RDom, RVar, Update, rfactor_intermediate,
+    rfactor_source,
+};
 pub use schedule::{Directive, DirectiveKind, Schedule, StageRef, TailStrategy};
 pub use stmt::{AssertKind, ForKind, Range, Stmt};
 pub use types::{Type, TypeKind};

@@ -78,6 +78,18 @@ pub enum FuncOrigin {
     Rfactor { from: String },
 }
 
+/// The name of the intermediate that `rfactor` of an update of `func`
+/// makes (the front end and lowering must agree on it: schedules name it).
+pub fn rfactor_intermediate(func: &str) -> String {
+    format!("{func}_intm")
+}
+
+/// The func whose rfactor intermediate is called `name`, if `name` has
+/// the shape of one.
+pub fn rfactor_source(name: &str) -> Option<&str> {
+    name.strip_suffix("_intm")
+}
+
 /// A stage: a pure definition over an infinite integer domain plus zero or
 /// more update definitions.
 #[derive(Clone, Debug, PartialEq)]

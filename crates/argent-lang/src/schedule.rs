@@ -135,25 +135,25 @@ pub fn check_schedule(
                 chain.func.span,
                 format!("unknown func `{}` in schedule", chain.func.name),
             );
-            let factored = chain
-                .func
-                .name
-                .strip_suffix("_intm")
+            let factored = argent_ir::rfactor_source(&chain.func.name)
                 .filter(|f| pipeline.func(f).is_some_and(|f| !f.updates.is_empty()));
-            let d = match suggest(
-                &chain.func.name,
-                pipeline.funcs.iter().map(|f| f.name.as_str()),
-            ) {
-                _ if factored.is_some() => d.with_note(format!(
-                    "`{}` is made by `rfactor`: schedule it after the line with `{}.update(..).rfactor(..)`",
-                    chain.func.name,
-                    factored.unwrap_or_default()
-                )),
-                Some(s) => d.with_note(format!("did you mean `{s}`?")),
-                None if pipeline.input(&chain.func.name).is_some() => {
-                    d.with_note("inputs cannot be scheduled; schedule the funcs that read them")
-                }
-                None => d,
+            let suggestion = || {
+                suggest(
+                    &chain.func.name,
+                    pipeline.funcs.iter().map(|f| f.name.as_str()),
+                )
+            };
+            let d = if let Some(from) = factored {
+                d.with_note(format!(
+                    "`{}` is made by `rfactor`: schedule it after the line with `{from}.update(..).rfactor(..)`",
+                    chain.func.name
+                ))
+            } else if let Some(s) = suggestion() {
+                d.with_note(format!("did you mean `{s}`?"))
+            } else if pipeline.input(&chain.func.name).is_some() {
+                d.with_note("inputs cannot be scheduled; schedule the funcs that read them")
+            } else {
+                d
             };
             c.diags.push(d);
             continue;
@@ -194,7 +194,7 @@ pub fn check_schedule(
     // directives (anywhere in the block) may introduce.
     let mut callers = callers_of(pipeline);
     for intm in &c.intermediates {
-        if let Some(from) = intm.name.strip_suffix("_intm") {
+        if let Some(from) = argent_ir::rfactor_source(&intm.name) {
             callers
                 .entry(from.to_string())
                 .or_default()
@@ -347,7 +347,7 @@ impl Checker<'_> {
         let Some(f) = self.func(func).cloned() else {
             return;
         };
-        let name = format!("{func}_intm");
+        let name = argent_ir::rfactor_intermediate(func);
         if self.func(&name).is_some() {
             return;
         }

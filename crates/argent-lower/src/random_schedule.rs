@@ -186,7 +186,7 @@ fn push_random_intermediate_schedule(
     if !rng.chance(0.5) {
         return;
     }
-    let intm = format!("{func}_intm");
+    let intm = argent_ir::rfactor_intermediate(func);
     for step in 0..1 + rng.below(2) {
         let Some(tree) = current(pipeline, list) else {
             return;
@@ -207,8 +207,8 @@ fn push_random_intermediate_schedule(
 
 /// Append `reorder_storage` with a random order to about a quarter of the
 /// non-output funcs (rfactor intermediates included) of two or more
-/// dimensions that `list` computes
-/// somewhere (inlined funcs have no storage). Its own random stream, so
+/// dimensions that `list` computes somewhere (inlined funcs have no
+/// storage). Its own random stream, so
 /// the rest of the schedule for a seed is what it was before storage
 /// orders were drawn.
 ///

@@ -121,7 +121,7 @@ fn rfactor_one(
         }
         factored.push((r.clone(), v.clone()));
     }
-    let intm_name = format!("{}_intm", func.name);
+    let intm_name = argent_ir::rfactor_intermediate(&func.name);
     if p.func(&intm_name).is_some() {
         return Err(ScheduleError::new(
             Code::DuplicateName,
