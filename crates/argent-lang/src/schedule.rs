@@ -68,6 +68,9 @@ struct Checker<'a> {
     vars: HashMap<(String, StageRef), Vec<String>>,
     /// Every variable name each func has had, for compute_at checks.
     all_vars: HashMap<String, HashSet<String>>,
+    /// The loop variables of each stage that iterate its reduction domain:
+    /// its reduction variables and what splits made of them.
+    reduction_vars: HashMap<(String, StageRef), HashSet<String>>,
     declared: Option<&'a HashSet<String>>,
     /// The intermediates `rfactor` directives create (`{f}_intm`, with
     /// the new pure variables after `f`'s), which later chains may
@@ -90,6 +93,7 @@ pub fn check_schedule(
         diags,
         vars: HashMap::default(),
         all_vars: HashMap::default(),
+        reduction_vars: HashMap::default(),
         declared,
         intermediates: Vec::new(),
     };
@@ -109,6 +113,10 @@ pub fn check_schedule(
                         vs.push(d.name.clone());
                     }
                 }
+                c.reduction_vars.insert(
+                    (f.name.clone(), StageRef::Update(i)),
+                    r.dims.iter().map(|d| d.name.clone()).collect(),
+                );
             }
             // Pure variables not used on the left are still loops of the
             // stage in Halide only when they appear there; keep what is used.
@@ -363,6 +371,14 @@ impl Checker<'_> {
         }
         let mut merge_vars = f.args.clone();
         merge_vars.extend(pairs.iter().map(|(rv, _)| rv.clone()));
+        let mut reduction = self.reduction_vars.remove(key).unwrap_or_default();
+        self.reduction_vars.insert(
+            key.clone(),
+            pairs.iter().map(|(rv, _)| rv.clone()).collect(),
+        );
+        reduction.retain(|r| !pairs.iter().any(|(rv, _)| rv == r));
+        self.reduction_vars
+            .insert((name.clone(), StageRef::Update(0)), reduction);
         self.vars.insert(key.clone(), merge_vars.clone());
         if let Some(all) = self.all_vars.get_mut(func) {
             all.extend(merge_vars);
@@ -734,7 +750,11 @@ impl Checker<'_> {
                 let mut pairs = Vec::new();
                 for pair in args.chunks(2) {
                     let rv = self.existing(&key, &pair[0])?;
-                    if !rv.contains('.') {
+                    if !self
+                        .reduction_vars
+                        .get(&key)
+                        .is_some_and(|r| r.contains(&rv))
+                    {
                         self.err(
                             "E0608",
                             pair[0].span,
@@ -834,6 +854,11 @@ impl Checker<'_> {
     }
 
     fn replace(&mut self, key: &(String, StageRef), old: &str, new: &[String]) {
+        if let Some(reduction) = self.reduction_vars.get_mut(key)
+            && reduction.contains(old)
+        {
+            reduction.extend(new.iter().cloned());
+        }
         if let Some(vars) = self.vars.get_mut(key)
             && let Some(pos) = vars.iter().position(|v| v == old)
         {

@@ -1271,6 +1271,23 @@ fn schedule_rfactor_on_pure_stage() {
 }
 
 #[test]
+fn schedule_rfactor_of_a_split_pure_variable() {
+    // The pieces of a split reduction variable may be factored (the first
+    // line); the pieces of a pure variable are not reduction variables.
+    check(
+        "input u8 a(x)\nrdom r = [0 .. 8]\nf(x) = u8(0)\nf(x) += a(x + r)\noutput f\nschedule {\n  f.update(0).split(r.x, ro, ri, 4).rfactor(ro, u)\n  f.update(0).split(x, xo, xi, 2).rfactor(xo, v)\n}\n",
+        expect![[r#"
+            error[E0608]: `xo` is not a reduction variable
+              ┌─ test.ag:8:43
+              │
+            8 │   f.update(0).split(x, xo, xi, 2).rfactor(xo, v)
+              │                                           ^^
+
+        "#]],
+    );
+}
+
+#[test]
 fn schedule_func_level_on_update() {
     check(
         "input u8 a(x)\nrdom r = [0 .. 3]\nf(x) = u8(0)\nf(x) += a(x + r)\noutput f\nschedule {\n  f.update(0).compute_root()\n}\n",

@@ -70,12 +70,36 @@ impl Mutator for Hoister {
         };
         let body = rewrite.stmt(body);
         let hoisted = std::mem::take(&mut rewrite.hoisted);
-        let mut out = Stmt::For {
-            var: var.clone(),
-            min: min.clone(),
-            extent: extent.clone(),
-            kind: ForKind::Serial,
-            body: Box::new(body),
+        let mut out = match body {
+            // A loop whose whole body is a guard that every iteration
+            // evaluates alike runs under the guard instead, which the
+            // engines would otherwise test once per iteration: the
+            // predicate of a reduction domain split into strips
+            // (`ryo * 32 + ryi < img.extent.1`) around each pixel of a row.
+            // The guard is a plain name after hoisting, so evaluating it
+            // first can neither trap nor read memory.
+            Stmt::IfThenElse {
+                cond,
+                then,
+                otherwise: None,
+            } if cond.as_var().is_some_and(|n| !bound.contains(n)) => Stmt::IfThenElse {
+                cond,
+                then: Box::new(Stmt::For {
+                    var: var.clone(),
+                    min: min.clone(),
+                    extent: extent.clone(),
+                    kind: ForKind::Serial,
+                    body: then,
+                }),
+                otherwise: None,
+            },
+            body => Stmt::For {
+                var: var.clone(),
+                min: min.clone(),
+                extent: extent.clone(),
+                kind: ForKind::Serial,
+                body: Box::new(body),
+            },
         };
         for (name, value) in hoisted.into_iter().rev() {
             out = Stmt::LetStmt {

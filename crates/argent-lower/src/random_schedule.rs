@@ -100,12 +100,30 @@ pub fn random_schedule(pipeline: &Pipeline, seed: u64) -> Vec<Directive> {
                 let exact = stage
                     .checked_sub(1)
                     .is_some_and(|u| schedule_tree::is_associative_update(f, &f.updates[u]));
+                // Sometimes strips of the variable instead (Halide's
+                // `split(r.y, ryo, ryi, 8).rfactor(ryo, v)`), from a random
+                // stream of their own so other schedules stay as they were.
+                let mut trial = list.clone();
+                let rvar = match split_for_rfactor(seed, &f.name, stage, &rvar) {
+                    Some((split, piece))
+                        if try_push(
+                            &unscheduled,
+                            &mut trial,
+                            directive(&f.name, sref, split.clone()),
+                        )
+                        .is_some() =>
+                    {
+                        piece
+                    }
+                    _ => rvar,
+                };
                 let kind = DirectiveKind::Rfactor {
                     pairs: vec![(rvar, format!("{}_rf{stage}", f.name))],
                 };
                 if exact
-                    && try_push(&unscheduled, &mut list, directive(&f.name, sref, kind)).is_some()
+                    && try_push(&unscheduled, &mut trial, directive(&f.name, sref, kind)).is_some()
                 {
+                    list = trial;
                     push_random_intermediate_schedule(&unscheduled, seed, &f.name, &mut list);
                 }
             }
@@ -164,6 +182,43 @@ pub fn seeded_schedule(pipeline: &Pipeline, seed: u64) -> Vec<Directive> {
     } else {
         mutate_schedule(pipeline, seed, 1 + (seed / 2 % 4) as usize)
     }
+}
+
+/// For about two in five rfactors, a split of the reduction variable
+/// `rvar` of stage `stage` of `func` by 2 to 5 and the piece to factor
+/// (the outer one three times in four: strips of rows). Its own random
+/// stream.
+///
+/// Example: `(hist.update(0).split(r.y, hist_ro1, hist_ri1, 3), hist_ro1)`.
+fn split_for_rfactor(
+    seed: u64,
+    func: &str,
+    stage: usize,
+    rvar: &str,
+) -> Option<(DirectiveKind, String)> {
+    let salt = func.bytes().fold(0x7370_6C69u64 ^ stage as u64, |h, b| {
+        h.rotate_left(5) ^ u64::from(b)
+    });
+    let mut rng = Rng::new(seed ^ salt);
+    if !rng.chance(0.4) {
+        return None;
+    }
+    let outer = format!("{func}_ro{stage}");
+    let inner = format!("{func}_ri{stage}");
+    let factor = 2 + rng.below(4) as i64;
+    let piece = if rng.chance(0.75) {
+        outer.clone()
+    } else {
+        inner.clone()
+    };
+    let split = DirectiveKind::Split {
+        old: rvar.to_string(),
+        outer,
+        inner,
+        factor: Expr::i32(factor),
+        tail: TailStrategy::Auto,
+    };
+    Some((split, piece))
 }
 
 /// Half the time, schedule the update of the intermediate that an

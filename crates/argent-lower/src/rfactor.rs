@@ -8,8 +8,8 @@ use crate::error::{ScheduleError, ScheduleErrorCode as Code};
 use crate::schedule_tree::is_reassociable_update;
 use argent_ir::visit::substitute;
 use argent_ir::{
-    BinOp, Directive, DirectiveKind, Expr, ExprKind, Func, FuncOrigin, Pipeline, RDom, StageRef,
-    Type, Update,
+    BinOp, Directive, DirectiveKind, Expr, ExprKind, Func, FuncOrigin, Pipeline, RDom, RVar,
+    StageRef, TailStrategy, Type, Update,
 };
 
 /// The value `x` such that `x op y == y` for every `y`.
@@ -39,13 +39,20 @@ fn identity(op: BinOp, ty: Type) -> Option<Expr> {
 /// computed at the root unless the schedule places it).
 pub fn apply_rfactors(pipeline: &Pipeline) -> Result<Pipeline, ScheduleError> {
     let mut p = pipeline.clone();
-    let mut directives = Vec::new();
+    let mut directives: Vec<Directive> = Vec::new();
     for d in &pipeline.schedule.directives {
         let DirectiveKind::Rfactor { pairs } = &d.kind else {
             directives.push(d.clone());
             continue;
         };
-        let extra = rfactor_one(&mut p, d, pairs)?;
+        // What the chain did to the stage before `rfactor` belongs to the
+        // intermediate, which iterates the stage's domain; the merge
+        // starts with a schedule of its own (as in Halide).
+        let (before, rest): (Vec<_>, Vec<_>) = directives
+            .into_iter()
+            .partition(|x| x.func == d.func && x.stage == d.stage);
+        directives = rest;
+        let extra = rfactor_one(&mut p, d, pairs, before)?;
         directives.extend(extra);
     }
     p.schedule.directives = directives;
@@ -56,6 +63,7 @@ fn rfactor_one(
     p: &mut Pipeline,
     d: &Directive,
     pairs: &[(String, String)],
+    before: Vec<Directive>,
 ) -> Result<Vec<Directive>, ScheduleError> {
     let Some(func) = p.func(&d.func).cloned() else {
         return Err(ScheduleError::new(
@@ -71,20 +79,22 @@ fn rfactor_one(
             "rfactor applies to an update definition (`f.update(0).rfactor(..)`)",
         ));
     };
-    let Some(u) = func.updates.get(ui).cloned() else {
+    let Some(mut u) = func.updates.get(ui).cloned() else {
         return Err(ScheduleError::new(
             Code::UnknownStage,
             d,
             format!("`{}` has no update({ui})", d.func),
         ));
     };
-    let Some(rdom) = u.rdom.clone() else {
+    let Some(mut rdom) = u.rdom.clone() else {
         return Err(ScheduleError::new(
             Code::InvalidRfactor,
             d,
             "this update has no reduction domain to factor",
         ));
     };
+    let factored_names: Vec<&str> = pairs.iter().map(|(rv, _)| rv.as_str()).collect();
+    let before = absorb_reduction_splits(&mut rdom, &mut u, before, &factored_names)?;
     if !is_reassociable_update(&func, &u) {
         return Err(ScheduleError::new(
             Code::InvalidRfactor,
@@ -112,7 +122,14 @@ fn rfactor_one(
                 ),
             ));
         };
-        if func.args.contains(v) || pairs.iter().filter(|(_, w)| w == v).count() > 1 {
+        let names_a_reduction_variable = rdom
+            .dims
+            .iter()
+            .any(|r| r.name == *v && !pairs.iter().any(|(f, _)| *f == r.name));
+        if func.args.contains(v)
+            || names_a_reduction_variable
+            || pairs.iter().filter(|(_, w)| w == v).count() > 1
+        {
             return Err(ScheduleError::new(
                 Code::DuplicateName,
                 d,
@@ -201,6 +218,19 @@ fn rfactor_one(
         f.updates[ui] = merge;
     }
     p.funcs.insert(pos, intm);
+    let renames: Vec<(&str, &str)> = factored
+        .iter()
+        .map(|(r, v)| (r.name.as_str(), v.as_str()))
+        .collect();
+    let mut out: Vec<Directive> = before
+        .into_iter()
+        .map(|mut x| {
+            x.func = intm_name.clone();
+            x.stage = StageRef::Update(0);
+            rename_loop_vars(&mut x.kind, &renames);
+            x
+        })
+        .collect();
     // Unless the schedule orders the intermediate's update itself, its
     // outermost new variable runs in parallel: what rfactor is for.
     let scheduled = p
@@ -209,10 +239,10 @@ fn rfactor_one(
         .iter()
         .any(|x| x.func == intm_name && x.stage != StageRef::Pure);
     if scheduled {
-        return Ok(Vec::new());
+        return Ok(out);
     }
     let outermost = factored.last().map(|(_, v)| v.clone()).unwrap_or_default();
-    Ok(vec![Directive {
+    out.push(Directive {
         func: intm_name,
         stage: StageRef::Update(0),
         kind: DirectiveKind::Parallel {
@@ -220,7 +250,253 @@ fn rfactor_one(
             task_size: None,
         },
         span: d.span,
-    }])
+    });
+    Ok(out)
+}
+
+/// Takes into the reduction domain the splits, among `before` (the
+/// stage's directives written before `rfactor`), that make a factored
+/// variable, and returns the other directives. A split of `r.y` into
+/// `ryo` and `ryi` by `f` becomes two reduction variables, `ryi` over
+/// `0 .. f` and `ryo` over `0 .. ceil(extent / f)`, with `r.y` replaced
+/// by `min + ryo * f + ryi` and, unless `f` divides a constant extent,
+/// the predicate `ryo * f + ryi < extent` (the guard of Halide's
+/// `guard_with_if`, the only tail a reduction allows). Tiles of
+/// reduction variables count as their two splits and a reorder.
+///
+/// Example: `hist.update(0).split(r.y, ryo, ryi, 32).rfactor(ryo, v)`
+/// over `rdom r = [0 .. 768, 0 .. img.height]` factors
+/// ```text
+/// rdom r = [0 .. 768, 0 .. 32, 0 .. (img.height + 31) / 32]   (r.x, ryi, ryo)
+///     where ryo * 32 + ryi < img.height
+/// ```
+/// with `r.y` read as `ryo * 32 + ryi`.
+fn absorb_reduction_splits(
+    rdom: &mut RDom,
+    u: &mut Update,
+    before: Vec<Directive>,
+    factored: &[&str],
+) -> Result<Vec<Directive>, ScheduleError> {
+    // Tiles of reduction variables, as the splits they are.
+    let mut reduction_names: Vec<String> = rdom.dims.iter().map(|r| r.name.clone()).collect();
+    let mut expanded = Vec::new();
+    for x in before {
+        let split = |old: &str, outer: &str, inner: &str, factor: &Expr, tail| Directive {
+            kind: DirectiveKind::Split {
+                old: old.to_string(),
+                outer: outer.to_string(),
+                inner: inner.to_string(),
+                factor: factor.clone(),
+                tail,
+            },
+            ..x.clone()
+        };
+        match &x.kind {
+            DirectiveKind::Tile {
+                x: tx,
+                y: ty,
+                xo,
+                yo,
+                xi,
+                yi,
+                x_factor,
+                y_factor,
+                tail,
+            } if reduction_names.contains(tx) || reduction_names.contains(ty) => {
+                for (old, outer, inner) in [(tx, xo, xi), (ty, yo, yi)] {
+                    if reduction_names.contains(old) {
+                        reduction_names.extend([outer.clone(), inner.clone()]);
+                    }
+                }
+                expanded.push(split(tx, xo, xi, x_factor, *tail));
+                expanded.push(split(ty, yo, yi, y_factor, *tail));
+                expanded.push(Directive {
+                    kind: DirectiveKind::Reorder(vec![
+                        xi.clone(),
+                        yi.clone(),
+                        xo.clone(),
+                        yo.clone(),
+                    ]),
+                    ..x.clone()
+                });
+            }
+            DirectiveKind::Split {
+                old, outer, inner, ..
+            } => {
+                if reduction_names.contains(old) {
+                    reduction_names.extend([outer.clone(), inner.clone()]);
+                }
+                expanded.push(x);
+            }
+            _ => expanded.push(x),
+        }
+    }
+    // The splits a factored variable comes from, latest first.
+    let mut needed: Vec<String> = factored.iter().map(|s| s.to_string()).collect();
+    let mut absorbed = vec![false; expanded.len()];
+    for (i, x) in expanded.iter().enumerate().rev() {
+        match &x.kind {
+            DirectiveKind::Split {
+                old, outer, inner, ..
+            } if needed.contains(outer) || needed.contains(inner) => {
+                absorbed[i] = true;
+                needed.push(old.clone());
+            }
+            DirectiveKind::Fuse { fused, .. } if needed.contains(fused) => {
+                return Err(ScheduleError::new(
+                    Code::InvalidRfactor,
+                    x,
+                    format!(
+                        "rfactor cannot factor `{fused}`, which fuses two loops; split reduction variables instead"
+                    ),
+                ));
+            }
+            _ => {}
+        }
+    }
+    let mut rest = Vec::new();
+    let mut guards: Vec<Expr> = Vec::new();
+    for (x, absorb) in expanded.into_iter().zip(absorbed) {
+        if !absorb {
+            rest.push(x);
+            continue;
+        }
+        let DirectiveKind::Split {
+            old,
+            outer,
+            inner,
+            factor,
+            tail,
+        } = &x.kind
+        else {
+            unreachable!("only splits are absorbed")
+        };
+        let Some(pos) = rdom.dims.iter().position(|r| r.name == *old) else {
+            return Err(ScheduleError::new(
+                Code::InvalidRfactor,
+                &x,
+                format!("`{old}` is not a reduction variable, so its pieces cannot be factored"),
+            ));
+        };
+        if matches!(tail, TailStrategy::RoundUp | TailStrategy::ShiftInwards) {
+            return Err(ScheduleError::new(
+                Code::InvalidTail,
+                &x,
+                format!(
+                    "`{old}` is a reduction variable: rounding up or shifting inwards would reduce some points twice; use guard_with_if"
+                ),
+            ));
+        }
+        if crate::arith::const_int(factor).is_some_and(|f| f <= 0) {
+            return Err(ScheduleError::new(
+                Code::NonConstantFactor,
+                &x,
+                format!("the split factor must be positive, but it is {factor}"),
+            ));
+        }
+        let dim = rdom.dims[pos].clone();
+        let inner_var = Expr::var_i32(inner.clone());
+        let outer_var = Expr::var_i32(outer.clone());
+        let offset = Expr::add(Expr::mul(outer_var, factor.clone()), inner_var);
+        let exact = matches!(
+            (crate::arith::const_int(&dim.extent), crate::arith::const_int(factor)),
+            (Some(e), Some(f)) if e % f == 0
+        );
+        let mut at = crate::arith::simplify(&Expr::add(dim.min.clone(), offset.clone()));
+        if !exact {
+            // The clamp never changes the value under the guard; it tells
+            // bounds inference that the variable stays in its range (as for
+            // the guard of any split).
+            let last = crate::arith::simplify(&Expr::add(
+                dim.min.clone(),
+                Expr::add(dim.extent.clone(), Expr::i32(-1)),
+            ));
+            at = Expr::max(Expr::min(at, last), dim.min.clone());
+        }
+        let outer_extent = crate::arith::simplify(&Expr::div(
+            Expr::add(dim.extent.clone(), Expr::add(factor.clone(), Expr::i32(-1))),
+            factor.clone(),
+        ));
+        let replace = |e: &Expr| substitute(e, old, &at);
+        u.args = u.args.iter().map(replace).collect();
+        u.value = replace(&u.value);
+        rdom.predicate = rdom.predicate.as_ref().map(replace);
+        guards = guards.iter().map(replace).collect();
+        if !exact {
+            guards.push(Expr::lt(offset, dim.extent.clone()));
+        }
+        rdom.dims.splice(
+            pos..=pos,
+            [
+                RVar {
+                    name: inner.clone(),
+                    min: Expr::i32(0),
+                    extent: factor.clone(),
+                },
+                RVar {
+                    name: outer.clone(),
+                    min: Expr::i32(0),
+                    extent: outer_extent,
+                },
+            ],
+        );
+    }
+    // One `likely` around all the guards, as for the guards of any split,
+    // so that loop partitioning runs the steady state without them.
+    if let Some(guard) = guards.into_iter().reduce(Expr::and) {
+        let guard = Expr::likely(guard);
+        rdom.predicate = Some(match rdom.predicate.take() {
+            Some(p) => Expr::and(p, guard),
+            None => guard,
+        });
+    }
+    u.rdom = Some(rdom.clone());
+    Ok(rest)
+}
+
+/// Renames the loop variables a stage directive names.
+fn rename_loop_vars(kind: &mut DirectiveKind, renames: &[(&str, &str)]) {
+    let rename = |v: &mut String| {
+        if let Some((_, to)) = renames.iter().find(|(from, _)| *from == v.as_str()) {
+            *v = to.to_string();
+        }
+    };
+    match kind {
+        DirectiveKind::Split {
+            old, outer, inner, ..
+        } => [old, outer, inner].into_iter().for_each(rename),
+        DirectiveKind::Fuse {
+            inner,
+            outer,
+            fused,
+        } => [inner, outer, fused].into_iter().for_each(rename),
+        DirectiveKind::Tile {
+            x,
+            y,
+            xo,
+            yo,
+            xi,
+            yi,
+            ..
+        } => [x, y, xo, yo, xi, yi].into_iter().for_each(rename),
+        DirectiveKind::GpuTile {
+            x,
+            y,
+            bx,
+            by,
+            tx,
+            ty,
+            ..
+        } => [x, y, bx, by, tx, ty].into_iter().for_each(rename),
+        DirectiveKind::Reorder(vs)
+        | DirectiveKind::GpuBlocks(vs)
+        | DirectiveKind::GpuThreads(vs) => vs.iter_mut().for_each(rename),
+        DirectiveKind::Vectorize { var, .. }
+        | DirectiveKind::Unroll { var, .. }
+        | DirectiveKind::Parallel { var, .. }
+        | DirectiveKind::Serial { var } => rename(var),
+        _ => {}
+    }
 }
 
 fn unreachable_bug() -> ! {

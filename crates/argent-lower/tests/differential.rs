@@ -5,7 +5,7 @@
 mod common;
 
 use argent_interp::{Buffer, Value};
-use argent_ir::{Pipeline, Type};
+use argent_ir::{DirectiveKind, Pipeline, Type};
 use argent_lower::random_schedule::random_schedule;
 use argent_lower::{LowerOptions, lower};
 use common::run::{Stats, run};
@@ -125,11 +125,47 @@ fn histogram_with_rfactor_matches_the_interpreter() {
         "hist.update(0).rfactor(r.y, v)",
         "hist.update(0).rfactor(r.y, v)\nout.parallel(y)",
         "cdf.compute_at(out, y)",
+        // Strips of rows: 4 does not divide the 11 rows, so the last strip
+        // is guarded. Strips of columns too, and both together, with the
+        // intermediate's 3 partial histograms per strip unrolled.
+        "hist.update(0).split(r.y, ryo, ryi, 4).rfactor(ryo, v)",
+        "hist.update(0).split(r.y, ryo, ryi, 4).rfactor(ryi, v)",
+        "hist.update(0).split(r.x, rxo, rxi, 3).split(r.y, ryo, ryi, 4).rfactor(ryo, v, rxi, u)\n\
+         hist_intm.update(0).reorder(u, rxo, ryi, v).unroll(u).parallel(v)",
+        "hist.update(0).tile(r.x, r.y, rxo, ryo, rxi, ryi, 8, 2).rfactor(rxo, u, ryo, v).vectorize(i, 8)",
+        // A split that makes no factored variable stays a split of the
+        // intermediate's loop; the same name for the outer part.
+        "hist.update(0).split(r.x, rxo, rxi, 5).split(r.y, r.y, ryi, 3).rfactor(r.y, v)",
     ] {
         let p = common::with_schedule(common::histogram(), schedule);
         check(&p, &[("img", &img)], &[(0, 23), (0, 11)])
             .unwrap_or_else(|e| panic!("{schedule}: {e}"));
     }
+}
+
+#[test]
+fn random_schedules_factor_some_strips_of_reduction_variables() {
+    // Some rfactors factor a piece of a split reduction variable (strips
+    // of rows, or rows of strips); every such schedule lowers, and the
+    // lowered program computes the interpreter's histogram.
+    let p = common::histogram();
+    let img = image(Type::U8, &[13, 7], 5);
+    let mut strips = 0;
+    for seed in 0..300 {
+        let list = random_schedule(&p, seed);
+        let factored_piece = list.iter().any(|d| {
+            matches!(&d.kind, DirectiveKind::Rfactor { pairs }
+                if pairs.iter().any(|(rv, _)| !rv.starts_with("r.")))
+        });
+        if factored_piece {
+            strips += 1;
+            let mut q = p.clone();
+            q.schedule.directives = list;
+            check(&q, &[("img", &img)], &[(0, 13), (0, 7)])
+                .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        }
+    }
+    assert!(strips >= 5, "{strips} of 300 random histogram schedules");
 }
 
 fn random_schedules_of(

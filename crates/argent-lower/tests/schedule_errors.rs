@@ -89,6 +89,10 @@ fn invalid_schedules_name_the_directive() {
         "cdf.update(0).rfactor(ri, v)",
         "hist.rfactor(r.y, v)",
         "hist.update(0).rfactor(r.z, v)",
+        "hist.update(0).split(r.y, ryo, ryi, 4).rfactor(ryo, v)",
+        "hist.update(0).split(r.y, ryo, ryi, 4, round_up).rfactor(ryo, v)",
+        "hist.update(0).split(r.y, ryo, ryi, 4).rfactor(ryo, ryi)",
+        "hist.update(0).fuse(r.x, r.y, rf).rfactor(rf, v)",
         "hist.update(0).compute_root()",
         "hist.compute_at(out, x)\ncdf.compute_at(out, y)",
         "cdf.compute_at(hist, i)",
@@ -210,6 +214,14 @@ fn invalid_schedules_name_the_directive() {
           => error[S022]: in `hist.rfactor(r.y, v)`: rfactor applies to an update definition (`f.update(0).rfactor(..)`)
         hist.update(0).rfactor(r.z, v)
           => error[S003]: in `hist.update(0).rfactor(r.z, v)`: `r.z` is not a variable of the reduction domain `r`
+        hist.update(0).split(r.y, ryo, ryi, 4).rfactor(ryo, v)
+          => (accepted)
+        hist.update(0).split(r.y, ryo, ryi, 4, round_up).rfactor(ryo, v)
+          => error[S027]: in `hist.update(0).split(r.y, ryo, ryi, 4, round_up)`: `r.y` is a reduction variable: rounding up or shifting inwards would reduce some points twice; use guard_with_if
+        hist.update(0).split(r.y, ryo, ryi, 4).rfactor(ryo, ryi)
+          => error[S004]: in `hist.update(0).rfactor(ryo, ryi)`: `ryi` is already a variable of `hist`
+        hist.update(0).fuse(r.x, r.y, rf).rfactor(rf, v)
+          => error[S022]: in `hist.update(0).fuse(r.x, r.y, rf)`: rfactor cannot factor `rf`, which fuses two loops; split reduction variables instead
         hist.update(0).compute_root()
           => error[S021]: in `hist.update(0).compute_root()`: `compute_root` applies to the whole func; write it without `.update(..)`
         hist.compute_at(out, x); cdf.compute_at(out, y)
