@@ -342,6 +342,14 @@ impl Display for crate::DirectiveKind {
                 remainder,
             } => write!(f, "{name}({var}, {modulus}, {remainder})"),
             D::FoldStorage { var, extent } => write!(f, "{name}({var}, {extent})"),
+            // The rest of the chain, which applies to the specialization.
+            D::Specialize { cond, directives } => {
+                write!(f, "{name}({cond})")?;
+                for d in directives {
+                    write!(f, ".{}", d.kind)?;
+                }
+                Ok(())
+            }
             D::Rfactor { pairs } => {
                 let p: Vec<String> = pairs.iter().map(|(r, v)| format!("{r}, {v}")).collect();
                 write!(f, "{name}({})", p.join(", "))

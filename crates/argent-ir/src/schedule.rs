@@ -100,6 +100,15 @@ pub enum DirectiveKind {
     Rfactor {
         pairs: Vec<(String, String)>,
     },
+    /// A version of the stage for when `cond` holds (Halide's
+    /// `specialize`): `directives`, the rest of the chain, apply to that
+    /// version only, after the stage's earlier directives; the stage's
+    /// later directives apply to the general version only. `cond` is a
+    /// `bool` of parameters and input sizes.
+    Specialize {
+        cond: Expr,
+        directives: Vec<Directive>,
+    },
     GpuBlocks(Vec<String>),
     GpuThreads(Vec<String>),
     GpuTile {
@@ -136,6 +145,7 @@ impl DirectiveKind {
             DirectiveKind::FoldStorage { .. } => "fold_storage",
             DirectiveKind::ReorderStorage(_) => "reorder_storage",
             DirectiveKind::Rfactor { .. } => "rfactor",
+            DirectiveKind::Specialize { .. } => "specialize",
             DirectiveKind::GpuBlocks(_) => "gpu_blocks",
             DirectiveKind::GpuThreads(_) => "gpu_threads",
             DirectiveKind::GpuTile { .. } => "gpu_tile",

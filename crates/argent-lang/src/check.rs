@@ -125,6 +125,47 @@ pub(crate) struct BorderInfo {
 
 /// Checks a parsed program. Returns the pipeline (meaningful only when no
 /// errors were added to `diags`).
+/// The conditions of the `specialize` directives of `block`, typed
+/// against `pipeline`'s parameters and inputs, by the span of the
+/// condition (for a schedule checked apart from its algorithm, whose
+/// global lets are gone).
+pub fn schedule_conditions(
+    block: &ast::ScheduleBlock,
+    pipeline: &Pipeline,
+    diags: &mut Vec<Diagnostic>,
+) -> Conditions {
+    let mut globals: HashMap<String, Global> = HashMap::default();
+    for i in &pipeline.inputs {
+        globals.insert(
+            i.name.clone(),
+            Global::Input(InputInfo {
+                ty: i.ty,
+                dims: i.dims.clone(),
+            }),
+        );
+    }
+    for p in &pipeline.params {
+        globals.insert(p.name.clone(), Global::Param(p.ty));
+    }
+    let mut c = Checker {
+        diags,
+        globals,
+        global_spans: HashMap::default(),
+        func_names: pipeline.funcs.iter().map(|f| f.name.clone()).collect(),
+        sigs: HashMap::default(),
+        built: HashMap::default(),
+        generated: HashMap::default(),
+        gen_counter: HashMap::default(),
+        inputs: Vec::new(),
+        params: Vec::new(),
+        borders: Vec::new(),
+    };
+    c.specialize_conditions(block)
+}
+
+/// Typed `specialize` conditions by the span (start, end) of the condition.
+pub type Conditions = HashMap<(u32, u32), Expr>;
+
 pub fn check_program(program: &ast::Program, diags: &mut Vec<Diagnostic>) -> Pipeline {
     let mut c = Checker {
         diags,
@@ -373,8 +414,14 @@ impl<'d> Checker<'d> {
             // Funcs whose definitions had errors are not in the pipeline;
             // the schedule should not report them a second time.
             let declared: HashSet<String> = self.func_names.iter().cloned().collect();
-            pipeline.schedule =
-                crate::schedule::check_schedule(block, &pipeline, Some(&declared), self.diags);
+            let conditions = self.specialize_conditions(block);
+            pipeline.schedule = crate::schedule::check_schedule(
+                block,
+                &pipeline,
+                Some(&declared),
+                &conditions,
+                self.diags,
+            );
         }
         pipeline
     }
@@ -718,6 +765,45 @@ impl<'d> Checker<'d> {
                 }
             }
         }
+    }
+
+    /// Types the condition of every `specialize` call of `block`: a `bool`
+    /// of parameters, input sizes and global lets, like a global let's
+    /// value (E0610 otherwise).
+    fn specialize_conditions(&mut self, block: &ast::ScheduleBlock) -> Conditions {
+        let mut out = Conditions::default();
+        for chain in &block.chains {
+            for call in &chain.calls {
+                let [cond] = call.args.as_slice() else {
+                    continue;
+                };
+                if call.name.name != "specialize" {
+                    continue;
+                }
+                let mut scope = Scope::new(Ctx::Global, "");
+                let Some(t) = self.expr(cond, &mut scope) else {
+                    continue;
+                };
+                if t.ty() != Type::BOOL {
+                    self.error(
+                        "E0610",
+                        cond.span,
+                        format!(
+                            "the condition of `specialize` must be bool, found {}",
+                            t.ty()
+                        ),
+                    )
+                    .notes
+                    .push(
+                        "e.g. `out.specialize(photo.width >= 64)` or `out.specialize(mode == 1)`"
+                            .into(),
+                    );
+                    continue;
+                }
+                out.insert((cond.span.start, cond.span.end), t.expr);
+            }
+        }
+        out
     }
 
     fn global_let(&mut self, name: &ast::Ident, value: &ast::Expr) {

@@ -52,7 +52,10 @@ pub fn parse_schedule(source: &str, pipeline: &Pipeline) -> Result<Schedule, Dia
     let mut diags = Vec::new();
     let block = parser::parse_schedule_file(source, &mut diags);
     let schedule = match block {
-        Some(b) if diags.is_empty() => schedule::check_schedule(&b, pipeline, None, &mut diags),
+        Some(b) if diags.is_empty() => {
+            let conditions = check::schedule_conditions(&b, pipeline, &mut diags);
+            schedule::check_schedule(&b, pipeline, None, &conditions, &mut diags)
+        }
         _ => Schedule::default(),
     };
     sort(&mut diags);

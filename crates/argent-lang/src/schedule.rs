@@ -14,7 +14,7 @@ use argent_ir::{
 
 /// The directives, with how many arguments each takes (variables first,
 /// then expressions) for the error messages.
-const DIRECTIVES: [(&str, &str); 22] = [
+const DIRECTIVES: [(&str, &str); 23] = [
     ("split", "split(old, outer, inner, factor[, tail])"),
     ("fuse", "fuse(inner, outer, fused)"),
     ("reorder", "reorder(innermost, ..., outermost)"),
@@ -39,6 +39,10 @@ const DIRECTIVES: [(&str, &str); 22] = [
         "reorder_storage(innermost, ..., outermost)",
     ),
     ("rfactor", "rfactor(rvar, new_var, ...)"),
+    (
+        "specialize",
+        "specialize(condition), then the specialization's directives",
+    ),
     ("gpu_blocks", "gpu_blocks(x[, y[, z]])"),
     ("gpu_threads", "gpu_threads(x[, y[, z]])"),
     (
@@ -86,6 +90,7 @@ pub fn check_schedule(
     block: &ast::ScheduleBlock,
     pipeline: &Pipeline,
     declared: Option<&HashSet<String>>,
+    conditions: &crate::check::Conditions,
     diags: &mut Vec<Diagnostic>,
 ) -> Schedule {
     let mut c = Checker {
@@ -168,7 +173,14 @@ pub fn check_schedule(
         };
         let func = &func;
         let mut stage = StageRef::Pure;
-        for call in &chain.calls {
+        for (k, call) in chain.calls.iter().enumerate() {
+            if call.name.name == "specialize" {
+                if let Some(d) = c.specialize(func, stage, call, &chain.calls[k + 1..], conditions)
+                {
+                    directives.push(d);
+                }
+                break;
+            }
             if call.name.name == "update" {
                 if let Some(s) = c.update(func, call) {
                     stage = s;
@@ -403,6 +415,88 @@ impl Checker<'_> {
             },
             ..f
         });
+    }
+
+    /// `specialize(cond)` and the rest of its chain, `rest`: directives
+    /// for the version of `stage` of `func` that runs when `cond` holds.
+    /// They are checked against a copy of the stage's loops; the general
+    /// version keeps the loops it had.
+    fn specialize(
+        &mut self,
+        func: &argent_ir::Func,
+        stage: StageRef,
+        call: &ast::DirectiveCall,
+        rest: &[ast::DirectiveCall],
+        conditions: &crate::check::Conditions,
+    ) -> Option<Directive> {
+        let cond = match call.args.as_slice() {
+            // A condition that did not type has its error already.
+            [a] => conditions.get(&(a.span.start, a.span.end)).cloned(),
+            _ => {
+                self.err("E0606", call.span, "wrong arguments to `specialize`")
+                    .notes
+                    .push(
+                        "usage: specialize(condition), then the specialization's directives".into(),
+                    );
+                None
+            }
+        };
+        let key = (func.name.clone(), stage);
+        let saved_vars = self.vars.get(&key).cloned();
+        let saved_reduction = self.reduction_vars.get(&key).cloned();
+        let mut inner = Vec::new();
+        for call in rest {
+            let name = call.name.name.as_str();
+            if name == "update" || name == "specialize" {
+                self.err(
+                    "E0610",
+                    call.name.span,
+                    format!("`{name}` cannot follow `specialize` in a chain: a specialization is of one stage"),
+                )
+                .notes
+                .push("start a new line for another stage or another specialization".into());
+                break;
+            }
+            if FUNC_LEVEL.contains(&name) || name == "rfactor" {
+                self.err(
+                    "E0610",
+                    call.name.span,
+                    format!("`{name}` cannot differ between specializations"),
+                )
+                .notes
+                .push(format!(
+                    "write it before `.specialize(..)`, on `{}` itself",
+                    func.name
+                ));
+                continue;
+            }
+            let before = self.diags.len();
+            if let Some(kind) = self.directive(&func.name, stage, call)
+                && self.diags.len() == before
+            {
+                inner.push(Directive {
+                    func: func.name.clone(),
+                    stage,
+                    kind,
+                    span: call.span,
+                });
+            }
+        }
+        if let Some(v) = saved_vars {
+            self.vars.insert(key.clone(), v);
+        }
+        if let Some(r) = saved_reduction {
+            self.reduction_vars.insert(key, r);
+        }
+        Some(Directive {
+            func: func.name.clone(),
+            stage,
+            kind: DirectiveKind::Specialize {
+                cond: cond?,
+                directives: inner,
+            },
+            span: call.span,
+        })
     }
 
     fn err(&mut self, code: &'static str, span: Span, msg: impl Into<String>) -> &mut Diagnostic {

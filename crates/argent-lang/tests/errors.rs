@@ -1288,6 +1288,41 @@ fn schedule_rfactor_of_a_split_pure_variable() {
 }
 
 #[test]
+fn schedule_specialize_misuse() {
+    // A condition that is not bool; directives that cannot differ between
+    // versions; a second stage in the same chain.
+    check(
+        "input u8 a(x)\nparam i32 n = 1\nf(x) = a(x) + u8(n)\ng(x) = f(x)\noutput g\nschedule {\n  g.specialize(n + 1).vectorize(x, 16)\n  f.specialize(n == 1).compute_root()\n  g.specialize(a.width > 64).parallel(x).update(0)\n}\n",
+        expect![[r#"
+            error[E0610]: the condition of `specialize` must be bool, found i32
+              ┌─ test.ag:7:16
+              │
+            7 │   g.specialize(n + 1).vectorize(x, 16)
+              │                ^^^^^
+              │
+              = e.g. `out.specialize(photo.width >= 64)` or `out.specialize(mode == 1)`
+
+            error[E0610]: `compute_root` cannot differ between specializations
+              ┌─ test.ag:8:24
+              │
+            8 │   f.specialize(n == 1).compute_root()
+              │                        ^^^^^^^^^^^^
+              │
+              = write it before `.specialize(..)`, on `f` itself
+
+            error[E0610]: `update` cannot follow `specialize` in a chain: a specialization is of one stage
+              ┌─ test.ag:9:42
+              │
+            9 │   g.specialize(a.width > 64).parallel(x).update(0)
+              │                                          ^^^^^^
+              │
+              = start a new line for another stage or another specialization
+
+        "#]],
+    );
+}
+
+#[test]
 fn schedule_func_level_on_update() {
     check(
         "input u8 a(x)\nrdom r = [0 .. 3]\nf(x) = u8(0)\nf(x) += a(x + r)\noutput f\nschedule {\n  f.update(0).compute_root()\n}\n",

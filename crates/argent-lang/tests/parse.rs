@@ -112,6 +112,7 @@ fn every_construct() {
               f.reorder(xi, y, xo).fuse(y, xo, t).unroll(xi, 4).serial(t).compute_root().store_root().compute_inline()
               f.store_at(out, y).bound(c, 0, 3).align_bounds(x, 8, 0).fold_storage(y, 4).reorder_storage(c, x)
               hist.update(0).rfactor(r.y, v)
+              g.specialize(((img.width >= 64) && (radius == 2))).vectorize(x, 16)
               g.gpu_tile(x, y, bx, by, tx, ty, 16, 16).gpu_blocks(bx, by).gpu_threads(tx, ty)
             }
         "#]],

@@ -78,6 +78,8 @@ pub enum ScheduleErrorCode {
     /// S027: a tail strategy that would change the result (round up or
     /// shift inwards of a reduction dimension).
     InvalidTail,
+    /// S028: more `specialize` directives than versions the compiler makes.
+    TooManySpecializations,
 }
 
 impl ScheduleErrorCode {
@@ -112,6 +114,7 @@ impl ScheduleErrorCode {
             InvalidGpuMapping => "S025",
             ScheduleOfInput => "S026",
             InvalidTail => "S027",
+            TooManySpecializations => "S028",
         }
     }
 }
@@ -273,6 +276,8 @@ pub fn directive_text(d: &Directive) -> String {
         } => {
             format!("{x}, {y}, {bx}, {by}, {tx}, {ty}, {x_size}, {y_size}")
         }
+        // The rest of the chain follows, as written.
+        DirectiveKind::Specialize { .. } => return format!("{}{stage}.{}", d.func, d.kind),
     };
     format!("{}{stage}.{}({args})", d.func, d.kind.name())
 }

@@ -15,6 +15,7 @@ pub mod rfactor;
 pub mod schedule_tree;
 pub mod separate_outputs;
 pub mod sliding_window;
+pub mod specialize;
 pub mod storage_folding;
 pub mod synthesize;
 

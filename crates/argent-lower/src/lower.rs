@@ -199,6 +199,60 @@ impl Recorder {
 /// lowers to a body with input checks, `realize blur_x`, `produce blur_x`
 /// loops and then `produce blur_y` loops over the output buffer's region.
 pub fn lower(pipeline: &Pipeline, options: &LowerOptions) -> Result<Lowered, LowerError> {
+    let Some(versions) = crate::specialize::first_specialization(pipeline)? else {
+        return lower_version(pipeline, options);
+    };
+    // Each version on its own, through every pass; the module then
+    // chooses on entry (`specialize`).
+    // A schedule error says which version it is in: a directive valid in
+    // one (a loop that only the specialisation splits) may not be in the
+    // other.
+    let in_version = |holds: bool| {
+        let cond = versions.cond.clone();
+        move |e: LowerError| match e {
+            LowerError::Schedule(mut e) => {
+                e.message = format!(
+                    "{} (in the version where `{cond}` {})",
+                    e.message,
+                    if holds { "holds" } else { "does not hold" }
+                );
+                LowerError::Schedule(e)
+            }
+            e => e,
+        }
+    };
+    let specialized = lower(&versions.specialized, options).map_err(in_version(true))?;
+    let general = lower(&versions.general, options).map_err(in_version(false))?;
+    let choose = |a: Stmt, b: Stmt| Stmt::IfThenElse {
+        cond: versions.cond.clone(),
+        then: Box::new(a),
+        otherwise: Some(Box::new(b)),
+    };
+    let mut dumps = Vec::new();
+    for (label, version) in [("specialized", &specialized), ("general", &general)] {
+        for (pass, text) in &version.dumps {
+            dumps.push((format!("{pass} ({label}: {})", versions.cond), text.clone()));
+        }
+    }
+    let mut pass_stats = specialized.pass_stats;
+    pass_stats.extend(general.pass_stats);
+    let mut retired = specialized.retired;
+    retired.extend(general.retired);
+    Ok(Lowered {
+        module: Module {
+            body: choose(specialized.module.body, general.module.body),
+            ..general.module
+        },
+        loop_nest: choose(specialized.loop_nest, general.loop_nest),
+        schedule_tree: general.schedule_tree,
+        dumps,
+        pass_stats,
+        retired,
+    })
+}
+
+/// [`lower`] for a pipeline without specialisations.
+fn lower_version(pipeline: &Pipeline, options: &LowerOptions) -> Result<Lowered, LowerError> {
     // The simplifier's memo holds the previous compile's expressions.
     argent_arith::simplify::forget_simplified();
     let timing = options.time_passes.then(|| (Vec::new(), Clock::now()));

@@ -158,7 +158,79 @@ pub fn random_schedule(pipeline: &Pipeline, seed: u64) -> Vec<Directive> {
         push_random_call_schedule(&mut rng, &unscheduled, &mut list, &tree, f);
     }
     push_random_storage_orders(&unscheduled, seed, &mut list);
+    push_random_specialization(&unscheduled, seed, &mut list);
     list
+}
+
+/// For about one schedule in six, a specialisation of the first output
+/// on the first input's width (`out.specialize(in.width >= 16)`) with one
+/// or two domain-order directives of its own, kept when both versions
+/// are valid. Its own random stream. Which version a check runs depends
+/// on its image's width, so both are exercised across seeds.
+///
+/// Example: `out.specialize(in.extent.0 >= 16).split(y, y_s0, y_s1, 4)`.
+fn push_random_specialization(pipeline: &Pipeline, seed: u64, list: &mut Vec<Directive>) {
+    let mut rng = Rng::new(seed ^ 0x7370_6563_6961_6C);
+    if !rng.chance(0.17) {
+        return;
+    }
+    let (Some(output), Some(input)) = (pipeline.outputs.first(), pipeline.inputs.first()) else {
+        return;
+    };
+    let width = Expr::var_i32(argent_ir::buffer_field(&input.name, "extent", 0));
+    let cond = Expr::binary(
+        argent_ir::BinOp::Ge,
+        width,
+        Expr::i32(*rng.pick(&[4, 8, 16, 24, 64])),
+    );
+    let mut inner: Vec<Directive> = Vec::new();
+    for step in 0..1 + rng.below(2) {
+        // The specialised version's band as it stands, to draw from.
+        let mut trial = list.clone();
+        trial.extend(inner.iter().cloned());
+        let Some(tree) = current(pipeline, &trial) else {
+            return;
+        };
+        let Some(band) = tree.band(output, 0) else {
+            return;
+        };
+        let names: Vec<String> = band.dims.iter().map(|d| d.name.clone()).collect();
+        if names.is_empty() {
+            return;
+        }
+        let tag = format!("s{step}");
+        if let Some(kind) = random_domain_kind(&mut rng, pipeline, output, &names, &tag) {
+            trial.push(directive(output, StageRef::Pure, kind.clone()));
+            if current(pipeline, &trial).is_some() {
+                inner.push(directive(output, StageRef::Pure, kind));
+            }
+        }
+    }
+    if inner.is_empty() {
+        return;
+    }
+    let d = directive(
+        output,
+        StageRef::Pure,
+        DirectiveKind::Specialize {
+            cond,
+            directives: inner,
+        },
+    );
+    // Both versions must be valid: the specialisation's directives after
+    // every later one in the list that the general version keeps.
+    let mut p = pipeline.clone();
+    p.schedule.directives = list.clone();
+    p.schedule.directives.push(d.clone());
+    let valid = crate::specialize::first_specialization(&p)
+        .ok()
+        .flatten()
+        .is_some_and(|v| {
+            schedule_tree::build(&v.specialized).is_ok() && schedule_tree::build(&v.general).is_ok()
+        });
+    if valid {
+        list.push(d);
+    }
 }
 
 /// Pipelines up to this many funcs get fully random schedules from

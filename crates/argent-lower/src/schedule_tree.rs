@@ -942,7 +942,10 @@ fn loops_list(b: &StageBand) -> String {
 /// `blur_y.s0` into `[y.yo, y.yi, x]`, and `blur_x.compute_at(blur_y, yo)`
 /// sinks the filter of `blur_x.s0` under member `y.yo`.
 pub fn build(pipeline: &Pipeline) -> Result<ScheduleTree, ScheduleError> {
-    let pipeline = crate::separate_outputs::separate_read_outputs(pipeline);
+    // A specialised pipeline's tree is that of its general version; `lower`
+    // builds each version's tree itself.
+    let pipeline = crate::specialize::general_version(pipeline);
+    let pipeline = crate::separate_outputs::separate_read_outputs(&pipeline);
     let pipeline = rfactor::apply_rfactors(&pipeline)?;
     let pipeline = without_unused_funcs(&pipeline);
     let mut const_bounds: HashMap<String, HashMap<String, i64>> = HashMap::default();

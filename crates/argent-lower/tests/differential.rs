@@ -168,6 +168,40 @@ fn random_schedules_factor_some_strips_of_reduction_variables() {
     assert!(strips >= 5, "{strips} of 300 random histogram schedules");
 }
 
+/// `specialize`: two specialised funcs make four versions, one per
+/// combination of conditions on the input's size; every image size takes
+/// a different one, and each gives the interpreter's values.
+#[test]
+fn specialized_versions_match_the_interpreter() {
+    let source = "input u16 img(x, y)\n\
+        p = repeat_edge(img)\n\
+        bx(x, y) = (p(x - 1, y) + p(x, y) + p(x + 1, y)) / 3\n\
+        out(x, y) = (bx(x, y - 1) + bx(x, y) + bx(x, y + 1)) / 3\n\
+        output out\n\
+        schedule {\n\
+          bx.compute_root().specialize(img.width >= 16).vectorize(x, 8)\n\
+          out.specialize(img.height >= 8).split(y, yo, yi, 4).parallel(yo).vectorize(x, 4)\n\
+          out.unroll(x, 2)\n\
+        }\n";
+    let p = argent_lang::compile(source).expect("the pipeline compiles");
+    let lowered = lower(&p, &LowerOptions::default()).expect("it lowers");
+    let text = lowered.loop_nest.to_string();
+    assert_eq!(
+        text.matches("if ((img.extent.0 >= 16))").count(),
+        1,
+        "{text}"
+    );
+    assert_eq!(
+        text.matches("if ((img.extent.1 >= 8))").count(),
+        2,
+        "{text}"
+    );
+    for (w, h) in [(23, 11), (9, 11), (23, 5), (9, 5)] {
+        let img = image(Type::U16, &[w, h], w as u64 + 100 * h as u64);
+        check(&p, &[("img", &img)], &[(0, w), (0, h)]).unwrap_or_else(|e| panic!("{w}x{h}: {e}"));
+    }
+}
+
 fn random_schedules_of(
     name: &str,
     p: &Pipeline,
@@ -421,4 +455,34 @@ fn float_sums_regrouped_by_rfactor_stay_within_the_rounding_bound() {
     }
     // The regrouped sums do round differently (else this test shows nothing).
     assert!(differed, "every grouping gave the interpreter's bits");
+}
+
+#[test]
+fn random_schedules_specialize_some_outputs_and_both_versions_match_the_interpreter() {
+    // About one random schedule in six specialises the output on the
+    // input's width; images on either side of the threshold run each
+    // version.
+    let p = common::blur_clamped();
+    let mut specialized = 0;
+    for seed in 0..120 {
+        let list = random_schedule(&p, seed);
+        if !list
+            .iter()
+            .any(|d| matches!(d.kind, DirectiveKind::Specialize { .. }))
+        {
+            continue;
+        }
+        specialized += 1;
+        let mut q = p.clone();
+        q.schedule.directives = list;
+        for w in [5, 30, 70] {
+            let img = image(Type::U16, &[w, 9], seed + w as u64);
+            check(&q, &[("in", &img)], &[(0, w), (0, 9)])
+                .unwrap_or_else(|e| panic!("seed {seed}, width {w}: {e}"));
+        }
+    }
+    assert!(
+        specialized >= 8,
+        "{specialized} of 120 random blur schedules"
+    );
 }

@@ -20,6 +20,8 @@
 //!
 //! The query exists only when every `InputTooSmall` check of the body is
 //! in that prefix (so no read escapes it) and the prefix reads no memory.
+//! A specialised pipeline's body chooses its version first: the query
+//! makes the same choice and runs that version's prefix.
 
 use crate::CodegenError;
 use crate::emit::{FnBuilder, has_load};
@@ -82,6 +84,17 @@ fn prefix_checks(s: &Stmt, count: &mut usize, slots: &mut Vec<(String, usize)>) 
                 }
             }
             true
+        }
+        // The versions of a specialised pipeline: each branch's prefix
+        // has its own checks, and the query runs the one the run would.
+        Stmt::IfThenElse {
+            cond,
+            then,
+            otherwise: Some(otherwise),
+        } => {
+            !has_load(cond)
+                && prefix_checks(then, count, slots)
+                && prefix_checks(otherwise, count, slots)
         }
         _ => true,
     }
@@ -169,6 +182,19 @@ impl FnBuilder<'_> {
                     self.widen_slot(slot.offset + 4, &args[1], false)?;
                 }
                 Ok(true)
+            }
+            Stmt::IfThenElse {
+                cond,
+                then,
+                otherwise: Some(otherwise),
+            } => {
+                self.expr(cond)?;
+                self.emit(I::If(wasm_encoder::BlockType::Empty));
+                self.query_prefix(then, slots)?;
+                self.emit(I::Else);
+                self.query_prefix(otherwise, slots)?;
+                self.emit(I::End);
+                Ok(false)
             }
             _ => Ok(false),
         }

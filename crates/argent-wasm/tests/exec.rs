@@ -2233,3 +2233,106 @@ fn float_sums_regrouped_by_rfactor_run_as_vectors() {
     );
     assert_eq!(count, pixels.iter().map(|&p| u32::from(p)).sum::<u32>());
 }
+
+/// `specialize`: one module holds a version per condition and chooses on
+/// entry. Under `mode == 1` the select folds away (the parameter is a
+/// constant there); images at least 64 wide get parallel strips. Every
+/// combination runs, SIMD and scalar, and gives the algorithm's values.
+#[test]
+fn specialized_versions_run_as_their_conditions_say() {
+    let module = lowered_source(
+        "input u8 img(x, y)\n\
+         param i32 mode = 0 in 0 .. 2\n\
+         out(x, y) = select(mode == 1, img(x, y) / 2, img(x, y) + u8(mode))\n\
+         output out\n\
+         schedule {\n\
+           out.vectorize(x, 16).specialize(mode == 1).parallel(y)\n\
+           out.specialize(img.width >= 64).split(y, yo, yi, 4).parallel(yo).unroll(yi, 2)\n\
+           out.unroll(y, 2)\n\
+         }\n",
+    );
+    argent_lower::verify::verify(
+        &module.body,
+        &module.buffers,
+        &module.params,
+        argent_lower::verify::Stage::Vectorized,
+    )
+    .expect("the module verifies");
+    let mut cases = Vec::new();
+    let mut expected = Vec::new();
+    for (w, h) in [(70, 9), (40, 5)] {
+        for mode in 0..=2i64 {
+            let img = gray(w, h, 7 + w as u64);
+            let want: Vec<u8> = img
+                .bytes
+                .iter()
+                .map(|&v| {
+                    if mode == 1 {
+                        v / 2
+                    } else {
+                        v.wrapping_add(mode as u8)
+                    }
+                })
+                .collect();
+            let out = BufData {
+                bytes: vec![0; (w * h) as usize],
+                dims: img.dims.clone(),
+            };
+            cases.push(case(module.clone(), vec![img, out], vec![V::I(mode)]));
+            expected.push(want);
+        }
+    }
+    let outputs = check_cases(&cases);
+    for (k, (got, want)) in outputs.iter().zip(&expected).enumerate() {
+        assert_eq!(&got[1], want, "case {k}");
+    }
+}
+
+/// The bounds query of a specialised pipeline makes the run's choice of
+/// version: under `k == 1` the select folds and only the row above is
+/// read; the general version reads the rows above and below.
+#[test]
+fn bounds_query_of_a_specialized_pipeline_follows_its_version() {
+    let module = lowered_source(
+        "input u8 in(x, y)\n\
+         param i32 k = 0 in 0 .. 1\n\
+         p = repeat_edge(in)\n\
+         out(x, y) = select(k == 1, p(x, y - 1), p(x, y + 1))\n\
+         output out\n\
+         schedule {\n\
+           out.specialize(k == 1).vectorize(x, 16)\n\
+         }\n",
+    );
+    let (w, h) = (64, 50);
+    for options in [SIMD, SCALAR] {
+        let compiled = compile(&module, &options).unwrap();
+        let slots = compiled
+            .abi
+            .region_slots
+            .clone()
+            .expect("a specialised pipeline has a query");
+        for (k, (first, rows)) in [(0, (10, 5)), (1, (10, 5)), (1, (0, 3)), (0, (47, 3))] {
+            let input = BufData {
+                bytes: vec![],
+                dims: vec![(0, w, 1), (0, h, w)],
+            };
+            let strip = BufData {
+                bytes: vec![],
+                dims: vec![(0, w, 1), (first, rows, w)],
+            };
+            let words = query_node(&compiled, &[input, strip], &[k as u32]);
+            let slot = slots.iter().find(|s| s.dim == 1).unwrap();
+            let at = slot.offset as usize / 4;
+            let last = if k == 1 {
+                first + rows - 2
+            } else {
+                first + rows
+            };
+            assert_eq!(
+                (words[at], words[at + 1]),
+                ((first - 1).max(0), last.clamp(0, h - 1)),
+                "k = {k}, rows {first}+{rows}"
+            );
+        }
+    }
+}
