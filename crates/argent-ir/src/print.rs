@@ -344,7 +344,14 @@ impl Display for crate::DirectiveKind {
             D::FoldStorage { var, extent } => write!(f, "{name}({var}, {extent})"),
             // The rest of the chain, which applies to the specialization.
             D::Specialize { cond, directives } => {
-                write!(f, "{name}({cond})")?;
+                // `specialize(n == 1)`, not `specialize((n == 1))`.
+                let text = cond.to_string();
+                let inner = text
+                    .strip_prefix('(')
+                    .and_then(|t| t.strip_suffix(')'))
+                    .filter(|t| parens_balance(t))
+                    .unwrap_or(&text);
+                write!(f, "{name}({inner})")?;
                 for d in directives {
                     write!(f, ".{}", d.kind)?;
                 }
@@ -371,4 +378,22 @@ impl Display for crate::DirectiveKind {
             }
         }
     }
+}
+
+/// Whether every `)` of `text` closes an earlier `(` and all are closed.
+fn parens_balance(text: &str) -> bool {
+    let mut depth = 0i32;
+    for ch in text.chars() {
+        match ch {
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth < 0 {
+                    return false;
+                }
+            }
+            _ => {}
+        }
+    }
+    depth == 0
 }

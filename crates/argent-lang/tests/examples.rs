@@ -122,7 +122,7 @@ fn every_construct_ir() {
               f.fold_storage(y, 4)
               f.reorder_storage(c, x)
               hist.update(0).rfactor(r.y, v)
-              g.specialize(((img.extent.0 >= 64) && (radius == 2))).vectorize(x, 16)
+              g.specialize((img.extent.0 >= 64) && (radius == 2)).vectorize(x, 16)
               g.gpu_tile(x, y, bx, by, tx, ty, 16, 16)
               g.gpu_blocks(bx, by)
               g.gpu_threads(tx, ty)

@@ -188,7 +188,7 @@ fn specializations_beyond_the_limit_and_loops_only_one_version_has_are_schedule_
     let five: String = (0..5)
         .map(|k| format!("out.specialize(n == {k}).vectorize(x, 8)\n"))
         .collect();
-    expect!["error[S028]: in `out.specialize((n == 0)).vectorize(x, 8)` (at 112..131): the schedule has 5 `specialize` directives, but at most 4 are allowed: each one doubles the code the compiler makes"].assert_eq(&error(&five));
+    expect!["error[S028]: in `out.specialize(n == 0).vectorize(x, 8)` (at 112..131): the schedule has 5 `specialize` directives, but at most 4 are allowed: each one doubles the code the compiler makes"].assert_eq(&error(&five));
     expect!["error[S013]: in `b.compute_at(out, yo)` (at 153..173): out has no loop variable `yo`; its loops are `y`, `x` (in the version where `(n == 1)` does not hold)"].assert_eq(&error(
         "out.specialize(n == 1).split(y, yo, yi, 4)\nb.compute_at(out, yo)",
     ));
