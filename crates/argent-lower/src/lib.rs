@@ -9,6 +9,7 @@
 pub mod arith;
 pub mod bounds_inference;
 pub mod error;
+pub mod fused_channels;
 pub mod lower;
 pub mod random_schedule;
 pub mod rfactor;

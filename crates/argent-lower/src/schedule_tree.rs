@@ -945,6 +945,7 @@ pub fn build(pipeline: &Pipeline) -> Result<ScheduleTree, ScheduleError> {
     // A specialised pipeline's tree is that of its general version; `lower`
     // builds each version's tree itself.
     let pipeline = crate::specialize::general_version(pipeline);
+    let pipeline = crate::fused_channels::vectorize_fused_channels(&pipeline);
     let pipeline = crate::separate_outputs::separate_read_outputs(&pipeline);
     let pipeline = rfactor::apply_rfactors(&pipeline)?;
     let pipeline = without_unused_funcs(&pipeline);

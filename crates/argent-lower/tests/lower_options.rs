@@ -193,3 +193,43 @@ fn specializations_beyond_the_limit_and_loops_only_one_version_has_are_schedule_
         "out.specialize(n == 1).split(y, yo, yi, 4)\nb.compute_at(out, yo)",
     ));
 }
+
+#[test]
+fn vectorized_fused_channels_lower_as_vectorized_pixels_with_unrolled_channels() {
+    // `fuse(c, x, cx).vectorize(cx, 16)` over 3 or 4 bounded channels is
+    // the same program as `vectorize(x, 16).unroll(c)`: dense interleaved
+    // vectors instead of a gather and a scatter per lane. Where the fused
+    // loop is named again, or `c` has no constant bound, it stays fused.
+    let lowered = |k: i64, schedule: &str| {
+        let source = format!(
+            "input u8 photo(x, y, c)\nout(x, y, c) = photo(x, y, c) / 2 + 10\noutput out\nschedule {{\n  out{} .reorder(c, x, y).{schedule}\n}}\n",
+            if k > 0 { format!(".bound(c, 0, {k})") } else { String::new() }
+        )
+        .replace(" .", ".");
+        let p = argent_lang::compile(&source).expect("the pipeline compiles");
+        lower(&p, &LowerOptions::default())
+            .expect("it lowers")
+            .module
+            .body
+            .to_string()
+    };
+    for k in [3, 4] {
+        assert_eq!(
+            lowered(k, "fuse(c, x, cx).vectorize(cx, 16).parallel(y)"),
+            lowered(k, "vectorize(x, 16).unroll(c).parallel(y)"),
+            "{k} channels"
+        );
+    }
+    for (k, schedule) in [
+        (4, "fuse(c, x, cx).split(cx, a, b, 16).vectorize(b)"),
+        (0, "fuse(c, x, cx).vectorize(cx, 16)"),
+        (8, "fuse(c, x, cx).vectorize(cx, 16)"),
+    ] {
+        let text = lowered(k, schedule);
+        assert!(
+            text.contains(" % x16("),
+            "{schedule} with {k} channels stays fused:\n{text}"
+        );
+    }
+    assert!(!lowered(4, "fuse(c, x, cx).vectorize(cx, 16)").contains(" % x16("));
+}
