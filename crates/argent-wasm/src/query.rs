@@ -183,11 +183,13 @@ impl FnBuilder<'_> {
                 }
                 Ok(true)
             }
+            // Only a specialised pipeline's choice of version has checks
+            // in its branches; any other `if` ends the prefix.
             Stmt::IfThenElse {
                 cond,
                 then,
                 otherwise: Some(otherwise),
-            } => {
+            } if count_region_checks(s) > 0 => {
                 self.expr(cond)?;
                 self.emit(I::If(wasm_encoder::BlockType::Empty));
                 self.query_prefix(then, slots)?;
