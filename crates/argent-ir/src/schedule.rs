@@ -124,6 +124,63 @@ pub enum DirectiveKind {
 }
 
 impl DirectiveKind {
+    /// Every loop variable the directive names (of its own stage, or of a
+    /// consumer for `compute_at`/`store_at`), those of a specialisation's
+    /// directives included; to rename them or to ask whether one is named.
+    pub fn loop_vars_mut(&mut self) -> Vec<&mut String> {
+        match self {
+            DirectiveKind::Split {
+                old, outer, inner, ..
+            } => vec![old, outer, inner],
+            DirectiveKind::Fuse {
+                inner,
+                outer,
+                fused,
+            } => vec![inner, outer, fused],
+            DirectiveKind::Tile {
+                x,
+                y,
+                xo,
+                yo,
+                xi,
+                yi,
+                ..
+            } => vec![x, y, xo, yo, xi, yi],
+            DirectiveKind::GpuTile {
+                x,
+                y,
+                bx,
+                by,
+                tx,
+                ty,
+                ..
+            } => vec![x, y, bx, by, tx, ty],
+            DirectiveKind::Reorder(vs)
+            | DirectiveKind::ReorderStorage(vs)
+            | DirectiveKind::GpuBlocks(vs)
+            | DirectiveKind::GpuThreads(vs) => vs.iter_mut().collect(),
+            DirectiveKind::Vectorize { var, .. }
+            | DirectiveKind::Unroll { var, .. }
+            | DirectiveKind::Parallel { var, .. }
+            | DirectiveKind::Serial { var }
+            | DirectiveKind::ComputeAt { var, .. }
+            | DirectiveKind::StoreAt { var, .. }
+            | DirectiveKind::Bound { var, .. }
+            | DirectiveKind::AlignBounds { var, .. }
+            | DirectiveKind::FoldStorage { var, .. } => vec![var],
+            DirectiveKind::Rfactor { pairs } => {
+                pairs.iter_mut().flat_map(|(a, b)| [a, b]).collect()
+            }
+            DirectiveKind::Specialize { directives, .. } => directives
+                .iter_mut()
+                .flat_map(|d| d.kind.loop_vars_mut())
+                .collect(),
+            DirectiveKind::ComputeRoot
+            | DirectiveKind::StoreRoot
+            | DirectiveKind::ComputeInline => Vec::new(),
+        }
+    }
+
     /// The directive's name as written, for error messages.
     pub fn name(&self) -> &'static str {
         match self {

@@ -147,19 +147,9 @@ pub fn schedule_conditions(
     for p in &pipeline.params {
         globals.insert(p.name.clone(), Global::Param(p.ty));
     }
-    let mut c = Checker {
-        diags,
-        globals,
-        global_spans: HashMap::default(),
-        func_names: pipeline.funcs.iter().map(|f| f.name.clone()).collect(),
-        sigs: HashMap::default(),
-        built: HashMap::default(),
-        generated: HashMap::default(),
-        gen_counter: HashMap::default(),
-        inputs: Vec::new(),
-        params: Vec::new(),
-        borders: Vec::new(),
-    };
+    let mut c = Checker::new(diags);
+    c.globals = globals;
+    c.func_names = pipeline.funcs.iter().map(|f| f.name.clone()).collect();
     c.specialize_conditions(block)
 }
 
@@ -167,20 +157,7 @@ pub fn schedule_conditions(
 pub type Conditions = HashMap<(u32, u32), Expr>;
 
 pub fn check_program(program: &ast::Program, diags: &mut Vec<Diagnostic>) -> Pipeline {
-    let mut c = Checker {
-        diags,
-        globals: HashMap::default(),
-        global_spans: HashMap::default(),
-        func_names: HashSet::default(),
-        sigs: HashMap::default(),
-        built: HashMap::default(),
-        generated: HashMap::default(),
-        gen_counter: HashMap::default(),
-        inputs: Vec::new(),
-        params: Vec::new(),
-        borders: Vec::new(),
-    };
-    c.run(program)
+    Checker::new(diags).run(program)
 }
 
 struct Checker<'d> {
@@ -198,6 +175,25 @@ struct Checker<'d> {
     inputs: Vec<Input>,
     params: Vec<Param>,
     borders: Vec<BorderInfo>,
+}
+
+impl<'d> Checker<'d> {
+    /// A checker that knows no names yet.
+    fn new(diags: &'d mut Vec<Diagnostic>) -> Checker<'d> {
+        Checker {
+            diags,
+            globals: HashMap::default(),
+            global_spans: HashMap::default(),
+            func_names: HashSet::default(),
+            sigs: HashMap::default(),
+            built: HashMap::default(),
+            generated: HashMap::default(),
+            gen_counter: HashMap::default(),
+            inputs: Vec::new(),
+            params: Vec::new(),
+            borders: Vec::new(),
+        }
+    }
 }
 
 /// A func as declared in the source, before checking.

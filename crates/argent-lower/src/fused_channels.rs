@@ -93,53 +93,5 @@ pub fn vectorize_fused_channels(pipeline: &Pipeline) -> Pipeline {
 /// Whether `d` names the loop `var`, of its own func or as a consumer's
 /// loop (`compute_at(f, var)`).
 fn names_var(d: &Directive, var: &str) -> bool {
-    let is = |v: &String| v == var;
-    match &d.kind {
-        DirectiveKind::Split {
-            old, outer, inner, ..
-        } => [old, outer, inner].into_iter().any(is),
-        DirectiveKind::Fuse {
-            inner,
-            outer,
-            fused,
-        } => [inner, outer, fused].into_iter().any(is),
-        DirectiveKind::Tile {
-            x,
-            y,
-            xo,
-            yo,
-            xi,
-            yi,
-            ..
-        } => [x, y, xo, yo, xi, yi].into_iter().any(is),
-        DirectiveKind::GpuTile {
-            x,
-            y,
-            bx,
-            by,
-            tx,
-            ty,
-            ..
-        } => [x, y, bx, by, tx, ty].into_iter().any(is),
-        DirectiveKind::Reorder(vs)
-        | DirectiveKind::ReorderStorage(vs)
-        | DirectiveKind::GpuBlocks(vs)
-        | DirectiveKind::GpuThreads(vs) => vs.iter().any(is),
-        DirectiveKind::Vectorize { var: v, .. }
-        | DirectiveKind::Unroll { var: v, .. }
-        | DirectiveKind::Parallel { var: v, .. }
-        | DirectiveKind::Serial { var: v }
-        | DirectiveKind::ComputeAt { var: v, .. }
-        | DirectiveKind::StoreAt { var: v, .. }
-        | DirectiveKind::Bound { var: v, .. }
-        | DirectiveKind::AlignBounds { var: v, .. }
-        | DirectiveKind::FoldStorage { var: v, .. } => is(v),
-        DirectiveKind::Rfactor { pairs } => pairs.iter().any(|(a, b)| is(a) || is(b)),
-        DirectiveKind::Specialize { directives, .. } => {
-            directives.iter().any(|d| names_var(d, var))
-        }
-        DirectiveKind::ComputeRoot | DirectiveKind::StoreRoot | DirectiveKind::ComputeInline => {
-            false
-        }
-    }
+    d.kind.clone().loop_vars_mut().iter().any(|v| *v == var)
 }

@@ -456,46 +456,10 @@ fn absorb_reduction_splits(
 
 /// Renames the loop variables a stage directive names.
 fn rename_loop_vars(kind: &mut DirectiveKind, renames: &[(&str, &str)]) {
-    let rename = |v: &mut String| {
+    for v in kind.loop_vars_mut() {
         if let Some((_, to)) = renames.iter().find(|(from, _)| *from == v.as_str()) {
             *v = to.to_string();
         }
-    };
-    match kind {
-        DirectiveKind::Split {
-            old, outer, inner, ..
-        } => [old, outer, inner].into_iter().for_each(rename),
-        DirectiveKind::Fuse {
-            inner,
-            outer,
-            fused,
-        } => [inner, outer, fused].into_iter().for_each(rename),
-        DirectiveKind::Tile {
-            x,
-            y,
-            xo,
-            yo,
-            xi,
-            yi,
-            ..
-        } => [x, y, xo, yo, xi, yi].into_iter().for_each(rename),
-        DirectiveKind::GpuTile {
-            x,
-            y,
-            bx,
-            by,
-            tx,
-            ty,
-            ..
-        } => [x, y, bx, by, tx, ty].into_iter().for_each(rename),
-        DirectiveKind::Reorder(vs)
-        | DirectiveKind::GpuBlocks(vs)
-        | DirectiveKind::GpuThreads(vs) => vs.iter_mut().for_each(rename),
-        DirectiveKind::Vectorize { var, .. }
-        | DirectiveKind::Unroll { var, .. }
-        | DirectiveKind::Parallel { var, .. }
-        | DirectiveKind::Serial { var } => rename(var),
-        _ => {}
     }
 }
 
