@@ -16,10 +16,14 @@ fn main() {
     // Any other module (a Halide baseline, say) is just printed.
     if path.ends_with(".wasm") {
         let bytes = std::fs::read(&path).expect("the module is readable");
-        print!(
-            "{}",
-            wasmprinter::print_bytes(&bytes).expect("valid module")
-        );
+        // With ARGENT_WAT_OFFSETS, each line starts with its byte offset:
+        // how a trap's `wasm-function[n]:0x...` is found.
+        let mut text = String::new();
+        wasmprinter::Config::new()
+            .print_offsets(std::env::var_os("ARGENT_WAT_OFFSETS").is_some())
+            .print(&bytes, &mut wasmprinter::PrintFmtWrite(&mut text))
+            .expect("valid module");
+        print!("{text}");
         return;
     }
     let source = std::fs::read_to_string(&path).expect("the pipeline file is readable");

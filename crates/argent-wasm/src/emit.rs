@@ -382,7 +382,38 @@ pub(crate) fn split_constant_offset(index: &Expr) -> (Expr, i64) {
     (index.clone(), 0)
 }
 
+/// Where the generated code and the caches of computed values stand, so
+/// that an abandoned attempt (a vector form that turned out unsupported)
+/// is undone with both: a cached value whose code was dropped would name
+/// a local that nothing sets on that path.
+#[derive(Clone, Copy)]
+pub(crate) struct Checkpoint {
+    code: usize,
+    vectors: usize,
+    scalars: usize,
+}
+
 impl<'c> FnBuilder<'c> {
+    /// The current [`Checkpoint`].
+    pub(crate) fn checkpoint(&self) -> Checkpoint {
+        Checkpoint {
+            code: self.code.len(),
+            vectors: self.vector_cache.as_ref().map_or(0, Vec::len),
+            scalars: self.scalar_cache.as_ref().map_or(0, Vec::len),
+        }
+    }
+
+    /// Drops the code emitted since `at`, and the cached values it computed.
+    pub(crate) fn roll_back(&mut self, at: Checkpoint) {
+        self.code.truncate(at.code);
+        if let Some(cache) = &mut self.vector_cache {
+            cache.truncate(at.vectors);
+        }
+        if let Some(cache) = &mut self.scalar_cache {
+            cache.truncate(at.scalars);
+        }
+    }
+
     pub fn new(ctx: &'c mut Ctx, n_params: u32, in_task: bool) -> Self {
         FnBuilder {
             ctx,
@@ -701,17 +732,11 @@ impl<'c> FnBuilder<'c> {
     /// Evaluates a let value (scalar or vector) into a binding.
     pub(crate) fn bind_value(&mut self, value: &Expr) -> Result<Binding, CodegenError> {
         if value.ty().is_vector() {
-            let mark = self.code.len();
-            let cache_mark = self.vector_cache.as_ref().map(Vec::len);
+            let mark = self.checkpoint();
             match self.vexpr_any(value) {
                 Ok(v) => return Ok(Binding::Vector(v)),
                 Err(crate::simd::VErr::Fatal(e)) => return Err(e),
-                Err(crate::simd::VErr::Unsupported) => {
-                    self.code.truncate(mark);
-                    if let (Some(cache), Some(len)) = (&mut self.vector_cache, cache_mark) {
-                        cache.truncate(len);
-                    }
-                }
+                Err(crate::simd::VErr::Unsupported) => self.roll_back(mark),
             }
             // Lane by lane: a vector of scalar locals.
             let lanes = value.ty().lanes;
@@ -1701,22 +1726,14 @@ impl<'c> FnBuilder<'c> {
                 else {
                     unreachable!("a run of vector stores holds stores only");
                 };
-                let mark = self.code.len();
-                let vectors = self.vector_cache.as_ref().map_or(0, Vec::len);
-                let scalars = self.scalar_cache.as_ref().map_or(0, Vec::len);
+                let mark = self.checkpoint();
                 match self.vstore_statement(buffer, index, value) {
                     Ok(()) => {}
                     Err(crate::simd::VErr::Fatal(e)) => return Err(e),
                     Err(crate::simd::VErr::Unsupported) => {
                         // What the abandoned attempt computed is gone with
                         // its code.
-                        self.code.truncate(mark);
-                        if let Some(cache) = &mut self.vector_cache {
-                            cache.truncate(vectors);
-                        }
-                        if let Some(cache) = &mut self.scalar_cache {
-                            cache.truncate(scalars);
-                        }
+                        self.roll_back(mark);
                         let cached = (self.vector_cache.take(), self.scalar_cache.take());
                         let r = self.store(buffer, index, value);
                         (self.vector_cache, self.scalar_cache) = cached;
@@ -1740,11 +1757,11 @@ impl<'c> FnBuilder<'c> {
     fn store(&mut self, buffer: &str, index: &Expr, value: &Expr) -> Result<(), CodegenError> {
         if value.ty().is_vector() || index.ty().is_vector() {
             if self.ctx.options.simd {
-                let mark = self.code.len();
+                let mark = self.checkpoint();
                 match self.vstore(buffer, index, value) {
                     Ok(()) => return Ok(()),
                     Err(crate::simd::VErr::Fatal(e)) => return Err(e),
-                    Err(crate::simd::VErr::Unsupported) => self.code.truncate(mark),
+                    Err(crate::simd::VErr::Unsupported) => self.roll_back(mark),
                 }
             }
             let scalar = scalarize_stmt(&Stmt::Store {

@@ -624,16 +624,12 @@ impl FnBuilder<'_> {
         if shareable && let Some(v) = self.cached_vector(e, key_bits) {
             return Ok(v);
         }
-        let mark = self.code.len();
-        let cache_mark = self.vector_cache.as_ref().map_or(0, Vec::len);
+        let mark = self.checkpoint();
         let v = match self.vexpr_node(e, mask_bits) {
             Ok(v) => v,
             Err(VErr::Unsupported) => {
                 // Values computed by the discarded code are gone with it.
-                self.code.truncate(mark);
-                if let Some(cache) = &mut self.vector_cache {
-                    cache.truncate(cache_mark);
-                }
+                self.roll_back(mark);
                 self.lanewise(e, bits)?
             }
             Err(fatal) => return Err(fatal),

@@ -2336,3 +2336,30 @@ fn bounds_query_of_a_specialized_pipeline_follows_its_version() {
         }
     }
 }
+
+/// A vector attempt that turns out unsupported is undone with the values
+/// it cached: random program 110514 (RGB i8 with a padding byte per pixel,
+/// 4 lanes, channels unrolled, an `i16` division per lane) computed a
+/// lane's index into a local inside a vector form it then abandoned, and
+/// the lane-by-lane code read that local where nothing had set it: wrong
+/// addresses, and a trap.
+#[test]
+fn abandoned_vector_attempts_leave_no_cached_values_behind() {
+    let module = lowered_source(
+        "input i8 in(x, y, c)\n\
+         b = mirror_image(in)\n\
+         f0(x, y, c) = i16(clamp(max(i16(u16(b(x+1, y-1, 0))), sat_i16((i32(i16(b(x-2, y-1, 0))) * i32((i16(b(x-1, y+1, c)) / i16(-32766)))))), i16(32214), i16(32767)))\n\
+         output f0\n\
+         schedule {\n\
+           f0.bound(c, 0, 3).reorder(c, x, y).unroll(c).vectorize(x, 4)\n\
+         }\n",
+    );
+    // Padded pixels: 4 elements per pixel, 3 of them channels.
+    let padded = |w: i32, h: i32, min: (i32, i32), elem: usize, seed: u64| BufData {
+        bytes: random_bytes((w * h * 4) as usize * elem, seed),
+        dims: vec![(min.0, w, 4), (min.1, h, 4 * w), (0, 3, 1)],
+    };
+    let input = padded(32, 14, (2, -2), 1, 11);
+    let output = padded(37, 11, (0, 0), 2, 12);
+    check_against_reference(&module, &[input, output], &[]);
+}
