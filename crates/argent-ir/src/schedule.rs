@@ -181,6 +181,39 @@ impl DirectiveKind {
         }
     }
 
+    /// A `tile` as what it stands for (Halide's definition): the split of
+    /// `x`, the split of `y`, and the reorder of the four new loops,
+    /// innermost first. `None` for any other directive.
+    pub fn tile_parts(&self) -> Option<[DirectiveKind; 3]> {
+        let DirectiveKind::Tile {
+            x,
+            y,
+            xo,
+            yo,
+            xi,
+            yi,
+            x_factor,
+            y_factor,
+            tail,
+        } = self
+        else {
+            return None;
+        };
+        let split =
+            |old: &String, outer: &String, inner: &String, factor: &Expr| DirectiveKind::Split {
+                old: old.clone(),
+                outer: outer.clone(),
+                inner: inner.clone(),
+                factor: factor.clone(),
+                tail: *tail,
+            };
+        Some([
+            split(x, xo, xi, x_factor),
+            split(y, yo, yi, y_factor),
+            DirectiveKind::Reorder(vec![xi.clone(), yi.clone(), xo.clone(), yo.clone()]),
+        ])
+    }
+
     /// The directive's name as written, for error messages.
     pub fn name(&self) -> &'static str {
         match self {

@@ -281,44 +281,24 @@ fn absorb_reduction_splits(
     let mut reduction_names: Vec<String> = rdom.dims.iter().map(|r| r.name.clone()).collect();
     let mut expanded = Vec::new();
     for x in before {
-        let split = |old: &str, outer: &str, inner: &str, factor: &Expr, tail| Directive {
-            kind: DirectiveKind::Split {
-                old: old.to_string(),
-                outer: outer.to_string(),
-                inner: inner.to_string(),
-                factor: factor.clone(),
-                tail,
-            },
-            ..x.clone()
-        };
+        let parts = x.kind.tile_parts();
         match &x.kind {
-            DirectiveKind::Tile {
-                x: tx,
-                y: ty,
-                xo,
-                yo,
-                xi,
-                yi,
-                x_factor,
-                y_factor,
-                tail,
-            } if reduction_names.contains(tx) || reduction_names.contains(ty) => {
-                for (old, outer, inner) in [(tx, xo, xi), (ty, yo, yi)] {
-                    if reduction_names.contains(old) {
+            DirectiveKind::Tile { x: tx, y: ty, .. }
+                if reduction_names.contains(tx) || reduction_names.contains(ty) =>
+            {
+                for part in parts.into_iter().flatten() {
+                    if let DirectiveKind::Split {
+                        old, outer, inner, ..
+                    } = &part
+                        && reduction_names.contains(old)
+                    {
                         reduction_names.extend([outer.clone(), inner.clone()]);
                     }
+                    expanded.push(Directive {
+                        kind: part,
+                        ..x.clone()
+                    });
                 }
-                expanded.push(split(tx, xo, xi, x_factor, *tail));
-                expanded.push(split(ty, yo, yi, y_factor, *tail));
-                expanded.push(Directive {
-                    kind: DirectiveKind::Reorder(vec![
-                        xi.clone(),
-                        yi.clone(),
-                        xo.clone(),
-                        yo.clone(),
-                    ]),
-                    ..x.clone()
-                });
             }
             DirectiveKind::Split {
                 old, outer, inner, ..

@@ -823,20 +823,22 @@ impl Builder<'_> {
                 fused,
             } => self.fuse(bi, d, inner, outer, fused),
             DirectiveKind::Reorder(vars) => self.reorder(bi, d, vars),
-            DirectiveKind::Tile {
-                x,
-                y,
-                xo,
-                yo,
-                xi,
-                yi,
-                x_factor,
-                y_factor,
-                tail,
-            } => {
-                self.split(bi, d, x, xo, xi, x_factor, *tail)?;
-                self.split(bi, d, y, yo, yi, y_factor, *tail)?;
-                self.reorder(bi, d, &[xi.clone(), yi.clone(), xo.clone(), yo.clone()])
+            // Its parts, each reported as the tile written.
+            DirectiveKind::Tile { .. } => {
+                for part in d.kind.tile_parts().into_iter().flatten() {
+                    match &part {
+                        DirectiveKind::Split {
+                            old,
+                            outer,
+                            inner,
+                            factor,
+                            tail,
+                        } => self.split(bi, d, old, outer, inner, factor, *tail)?,
+                        DirectiveKind::Reorder(vars) => self.reorder(bi, d, vars)?,
+                        _ => {}
+                    }
+                }
+                Ok(())
             }
             DirectiveKind::Vectorize { var, factor } => {
                 self.split_and_mark(bi, d, var, factor, "_vi", ForKind::Vectorized)
